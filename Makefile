@@ -1,0 +1,36 @@
+# Two commands: `make run` and `make test`. Everything else is optional.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck bench install clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m worker.dev
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP) lint typecheck
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.workflows
+	$(BIN)/python -m bench.web
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,137 @@
+"""Shared fixtures: a real database (SQLite file, or PostgreSQL when
+TEST_DATABASE_URL is set), a real Redis (the embedded binary, or TEST_REDIS_URL),
+a frozen clock, and a way to run the real RQ worker in burst mode."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from redis import Redis
+from sqlalchemy import create_engine, text
+
+from webapp import clock as clockmod
+from webapp import create_app, db, embedded_redis
+from webapp.clock import FrozenClock
+from webapp.config import Config
+from webapp.migrate import upgrade
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    sock = tmp_path_factory.mktemp("redis") / "redis.sock"
+    proc = embedded_redis.start(sock)
+    try:
+        yield embedded_redis.url_for(sock)
+    finally:
+        embedded_redis.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        engine = create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
+        engine.dispose()
+    else:
+        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def backend(database_url: str) -> str:
+    return "postgresql" if database_url.startswith("postgresql") else "sqlite"
+
+
+def _clean_database() -> None:
+    engine = db.get_engine()
+    names = [t.name for t in reversed(db.metadata.sorted_tables)]
+    with engine.begin() as conn:
+        existing = set(
+            conn.execute(
+                text("SELECT name FROM sqlite_master WHERE type='table'")
+                if engine.dialect.name == "sqlite"
+                else text("SELECT tablename FROM pg_tables WHERE schemaname='public'")
+            ).scalars()
+        )
+        for name in names:
+            if name in existing:
+                conn.execute(text(f'DELETE FROM "{name}"'))
+        conn.execute(text("INSERT INTO event_counter (id, last_position) VALUES (1, 0)"))
+        conn.execute(
+            text("INSERT INTO tenants (id, name, created_at) VALUES ('default', 'Default', :t)"),
+            {"t": clockmod.now().replace(tzinfo=None)},
+        )
+
+
+@pytest.fixture
+def clock() -> Iterator[FrozenClock]:
+    frozen = FrozenClock()
+    previous = clockmod.set_clock(frozen)
+    yield frozen
+    clockmod.set_clock(previous)
+
+
+@pytest.fixture
+def make_config(database_url: str, redis_url: str, tmp_path: Path) -> Any:
+    def make(**overrides: Any) -> Config:
+        values: dict[str, Any] = dict(
+            instance_path=tmp_path / "instance",
+            database_url=database_url,
+            redis_url=redis_url,
+            redis_embedded=False,
+            secret_key="test-secret-key-0123456789abcdef",
+            testing=True,
+            base_url="http://localhost",
+        )
+        values.update(overrides)
+        (tmp_path / "instance").mkdir(exist_ok=True)
+        return Config(**values)
+
+    return make
+
+
+@pytest.fixture
+def app(make_config: Any, redis: Redis) -> Iterator[Flask]:
+    application = create_app(make_config())
+    _clean_database()
+    with application.app_context():
+        yield application
+    _clean_database()
+
+
+@pytest.fixture
+def redis(redis_url: str) -> Redis:
+    r = Redis.from_url(redis_url)
+    r.flushdb()
+    return r
+
+
+@pytest.fixture
+def client(app: Flask) -> Any:
+    return app.test_client()
+
+
+@pytest.fixture
+def work(app: Flask, redis: Redis) -> Any:
+    """Run the real RQ worker (SimpleWorker, burst) until the queues are empty."""
+    from rq import SimpleWorker
+
+    from webapp.jobs.queue import QUEUES
+
+    def run() -> None:
+        SimpleWorker(list(QUEUES), connection=redis).work(burst=True, logging_level="WARNING")
+
+    return run

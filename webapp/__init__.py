@@ -1,0 +1,89 @@
+"""The application factory."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from flask import Flask, Response, g, render_template, request
+
+from webapp import db, logs
+from webapp.config import ROOT, Config
+
+log = logging.getLogger(__name__)
+
+
+def create_app(config: Config | None = None) -> Flask:
+    config = config or Config.from_env()
+    app = Flask(
+        __name__,
+        template_folder=str(ROOT / "templates"),
+        static_folder=str(ROOT / "static"),
+        instance_path=str(config.instance_path),
+    )
+    logs.setup(config.log_level)
+    app.config.update(
+        APP_CONFIG=config,
+        SECRET_KEY=config.secret_key,
+        TESTING=config.testing,
+        MAX_CONTENT_LENGTH=config.max_content_length,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=config.session_cookie_secure,
+        REMEMBER_COOKIE_HTTPONLY=True,
+        REMEMBER_COOKIE_SAMESITE="Lax",
+        REMEMBER_COOKIE_SECURE=config.session_cookie_secure,
+    )
+    db.init_engine(config.database_url)
+    from webapp.jobs.queue import request_dispatch
+
+    # After any commit that appended events: one (deduplicated) projection dispatch.
+    db.on_after_commit(request_dispatch)
+
+    from htmx_flask import Htmx
+
+    Htmx(app)
+
+    from webapp import cli, core_views, features
+
+    cli.init_app(app)
+    core_views.init_app(app)
+    _request_ids(app)
+    _security_headers(app)
+    features.init_app(app)
+    return app
+
+
+def _request_ids(app: Flask) -> None:
+    @app.before_request
+    def _bind() -> None:
+        rid = request.headers.get("X-Request-Id", "")
+        if not rid or len(rid) > 64 or not rid.replace("-", "").isalnum():
+            rid = uuid.uuid4().hex
+        g.request_id = rid
+        logs.bind(request_id=rid)
+
+    @app.teardown_request
+    def _unbind(_exc: Any) -> None:
+        logs.bind(request_id=None)
+
+
+def _security_headers(app: Flask) -> None:
+    @app.after_request
+    def _headers(resp: Response) -> Response:
+        resp.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        )
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("X-Frame-Options", "DENY")
+        resp.headers.setdefault("Referrer-Policy", "same-origin")
+        if request.headers.get("HX-Request") is not None or "HX-Request" in resp.vary:
+            resp.vary.add("HX-Request")
+        return resp
+
+    @app.errorhandler(413)
+    def _too_large(_e: Any) -> tuple[str, int]:
+        return render_template("error.html", message="The request is too large."), 413

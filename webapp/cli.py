@@ -1,0 +1,105 @@
+"""Operator commands: `flask db`, `flask projections`, `flask tenants`, `flask jobs`."""
+
+from __future__ import annotations
+
+import click
+from flask import Flask, current_app
+from flask.cli import AppGroup
+
+from webapp import db, tenants
+from webapp.eventstore import projections
+from webapp.jobs.registry import registered_jobs
+
+db_cli = AppGroup("db", help="Database schema (Alembic migrations).")
+projections_cli = AppGroup("projections", help="Async projections: status, parked events.")
+tenants_cli = AppGroup("tenants", help="Tenants.")
+jobs_cli = AppGroup("jobs", help="Scheduled jobs.")
+
+
+@db_cli.command("upgrade")
+def db_upgrade() -> None:
+    """Apply all migrations."""
+    from webapp.migrate import upgrade
+
+    upgrade(current_app.config["APP_CONFIG"].database_url)
+    click.echo("database is up to date")
+
+
+@projections_cli.command("status")
+def projections_status() -> None:
+    """Each cursor, its position and its lag."""
+    with db.reading() as conn:
+        rows = projections.status(conn)
+    click.echo(f"{'projection':<50} {'position':>9} {'head':>9} {'lag':>7} {'attempts':>8}")
+    for r in rows:
+        flag = "" if r["registered"] else "  (not registered)"
+        retry = f"  retry at {r['retry_at']:%Y-%m-%d %H:%M:%S}" if r["retry_at"] else ""
+        click.echo(
+            f"{r['name']:<50} {r['position']:>9} {r['head']:>9} {r['lag']:>7} {r['attempts']:>8}{flag}{retry}"
+        )
+
+
+@projections_cli.command("parked")
+def projections_parked() -> None:
+    """Events a projection gave up on."""
+    with db.reading() as conn:
+        rows = projections.list_parked(conn)
+    if not rows:
+        click.echo("no parked events")
+        return
+    click.echo(f"{'id':>5} {'projection':<40} {'event':<36} {'attempts':>8} error")
+    for r in rows:
+        click.echo(f"{r.id:>5} {r.projection:<40} {r.event_id:<36} {r.attempts:>8} {r.error_class}")
+
+
+@projections_cli.command("retry")
+@click.argument("parked_id", type=int)
+def projections_retry(parked_id: int) -> None:
+    """Apply one parked event again."""
+    try:
+        ok = projections.retry_parked(parked_id)
+    except LookupError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not ok:
+        raise click.ClickException(f"parked event {parked_id} failed again; it stays parked")
+    click.echo(f"parked event {parked_id} applied")
+
+
+@projections_cli.command("run")
+def projections_run() -> None:
+    """Catch every projection up now (normally the worker does this)."""
+    r = projections.run_all(current_app.config["APP_CONFIG"].projection_max_attempts)
+    click.echo(f"applied {r.applied}, parked {r.parked}")
+
+
+@tenants_cli.command("create")
+@click.argument("name")
+def tenants_create(name: str) -> None:
+    """Create a tenant."""
+    try:
+        with db.transaction() as conn:
+            tenant_id = tenants.create(conn, name)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"created tenant {tenant_id}")
+
+
+@tenants_cli.command("list")
+def tenants_list() -> None:
+    with db.reading() as conn:
+        for tenant_id in tenants.all_ids(conn):
+            click.echo(tenant_id)
+
+
+@jobs_cli.command("list")
+def jobs_list() -> None:
+    """Registered jobs and their schedules."""
+    for spec in sorted(registered_jobs(), key=lambda s: s.name):
+        click.echo(
+            f"{spec.name:<30} {spec.cron or '-':<15} per_tenant={spec.per_tenant} concurrency={spec.concurrency}"
+        )
+
+
+def init_app(app: Flask) -> None:
+    for group in (db_cli, projections_cli, tenants_cli, jobs_cli):
+        app.cli.add_command(group)

@@ -1,0 +1,171 @@
+"""The one configuration object, read from environment variables (and `.env`).
+
+Every setting is validated at start-up; a bad value raises `ConfigError` naming
+the variable, so a typo never turns into a confusing failure later.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dotenv import load_dotenv
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(ValueError):
+    """A configuration variable has an invalid value."""
+
+
+def _int(env: Mapping[str, str], name: str, default: int, lo: int = 0, hi: int = 2**31) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    low = raw.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name) or default
+    if raw not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
+
+
+def _secret_key(env: Mapping[str, str], instance: Path) -> str:
+    raw = env.get("SECRET_KEY")
+    if raw:
+        if len(raw) < 16:
+            raise ConfigError("SECRET_KEY must be at least 16 characters")
+        return raw
+    # Generated once per installation and kept beside the SQLite file, never in code.
+    path = instance / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    instance.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(48)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key)
+    return key
+
+
+def _database_url(env: Mapping[str, str], instance: Path) -> str:
+    raw = env.get("DATABASE_URL")
+    if not raw:
+        return f"sqlite:///{instance / 'app.db'}"
+    if not raw.startswith(("sqlite:", "postgresql")):
+        raise ConfigError(
+            f"DATABASE_URL must be a sqlite:/// or postgresql+psycopg:// URL, got {raw.split(':')[0]!r}"
+        )
+    if raw.startswith("postgresql://") or raw.startswith("postgres://"):
+        raw = "postgresql+psycopg://" + raw.split("://", 1)[1]
+    return raw
+
+
+def _redis_url(env: Mapping[str, str], instance: Path) -> tuple[str, bool]:
+    raw = env.get("REDIS_URL")
+    if not raw:
+        # Unset means: the embedded redis-server that `make run` starts on this socket.
+        return f"unix://{instance / 'redis.sock'}", True
+    if not raw.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"REDIS_URL must start with redis://, rediss:// or unix://, got {raw!r}")
+    return raw, False
+
+
+@dataclass(frozen=True)
+class Config:
+    instance_path: Path
+    database_url: str
+    redis_url: str
+    redis_embedded: bool
+    secret_key: str
+    host: str = "127.0.0.1"
+    port: int = 5000
+    log_level: str = "INFO"
+    testing: bool = False
+    # mail
+    mail_backend: str = "file"
+    mail_from: str = "no-reply@localhost"
+    smtp_host: str = "localhost"
+    smtp_port: int = 25
+    smtp_security: str = "none"
+    smtp_user: str = ""
+    smtp_password: str = ""
+    smtp_timeout: int = 10
+    # accounts
+    password_min_length: int = 15
+    account_deletion_grace_days: int = 14
+    session_cookie_secure: bool = False
+    max_content_length: int = 64 * 1024
+    ratelimit_storage: str = ""
+    base_url: str = "http://127.0.0.1:5000"
+    # workflows / projections
+    projection_max_attempts: int = 5
+    webhook_max_body: int = 256 * 1024
+    secrets: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:
+        if env is None:
+            load_dotenv(ROOT / ".env", override=False)
+            env = os.environ
+        instance = Path(env.get("INSTANCE_PATH") or ROOT / "instance").resolve()
+        redis_url, embedded = _redis_url(env, instance)
+        port = _int(env, "PORT", 5000, 1, 65535)
+        values: dict[str, Any] = dict(
+            instance_path=instance,
+            database_url=_database_url(env, instance),
+            redis_url=redis_url,
+            redis_embedded=embedded,
+            secret_key=_secret_key(env, instance),
+            host=env.get("HOST") or "127.0.0.1",
+            port=port,
+            log_level=_choice(env, "LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR")),
+            mail_backend=_choice(env, "MAIL_BACKEND", "file", ("file", "smtp")),
+            mail_from=env.get("MAIL_FROM") or "no-reply@localhost",
+            smtp_host=env.get("SMTP_HOST") or "localhost",
+            smtp_port=_int(env, "SMTP_PORT", 25, 1, 65535),
+            smtp_security=_choice(env, "SMTP_SECURITY", "none", ("none", "starttls", "ssl")),
+            smtp_user=env.get("SMTP_USER") or "",
+            smtp_password=env.get("SMTP_PASSWORD") or "",
+            smtp_timeout=_int(env, "SMTP_TIMEOUT", 10, 1, 300),
+            password_min_length=_int(env, "PASSWORD_MIN_LENGTH", 15, 8, 128),
+            account_deletion_grace_days=_int(env, "ACCOUNT_DELETION_GRACE_DAYS", 14, 0, 3650),
+            session_cookie_secure=_bool(env, "SESSION_COOKIE_SECURE", False),
+            max_content_length=_int(env, "MAX_CONTENT_LENGTH", 64 * 1024, 1024, 100 * 2**20),
+            ratelimit_storage=env.get("RATELIMIT_STORAGE_URI") or "",
+            base_url=(env.get("BASE_URL") or f"http://127.0.0.1:{port}").rstrip("/"),
+            projection_max_attempts=_int(env, "PROJECTION_MAX_ATTEMPTS", 5, 1, 100),
+            webhook_max_body=_int(env, "WEBHOOK_MAX_BODY", 256 * 1024, 1024, 10 * 2**20),
+            # Named secrets for webhooks (SECRET_<NAME>=value), looked up by name only.
+            secrets={
+                k[len("SECRET_") :].lower(): v
+                for k, v in env.items()
+                if k.startswith("SECRET_") and k != "SECRET_KEY" and v
+            },
+        )
+        values.update(overrides)
+        return cls(**values)

@@ -1,0 +1,132 @@
+"""Engine and transactions.
+
+One engine per process. `transaction()` is the unit of work for writes: on SQLite
+it starts with BEGIN IMMEDIATE (take the single write lock up front, so a
+read-then-write transaction never fails with SQLITE_BUSY half way); on PostgreSQL
+it is a normal READ COMMITTED transaction. After a commit that appended events,
+the registered after-commit hooks run (the projection dispatcher uses this).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, DateTime, Engine, MetaData, TypeDecorator, create_engine, event
+from sqlalchemy.pool import NullPool
+
+log = logging.getLogger(__name__)
+
+metadata = MetaData()
+
+_engine: Engine | None = None
+_after_commit_hooks: list[Callable[[Connection], None]] = []
+
+
+def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
+    return engine_or_conn.dialect.name == "sqlite"
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url,
+            connect_args={"timeout": 30, "check_same_thread": False, "isolation_level": None},
+            poolclass=NullPool if ":memory:" not in url else None,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+            conn.exec_driver_sql(f"BEGIN {mode}")
+
+        return engine
+    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+def init_engine(url: str) -> Engine:
+    global _engine
+    if _engine is not None:
+        _engine.dispose()
+    _engine = make_engine(url)
+    return _engine
+
+
+def get_engine() -> Engine:
+    if _engine is None:
+        raise RuntimeError("database engine not initialised; call create_app() first")
+    return _engine
+
+
+def on_after_commit(hook: Callable[[Connection], None]) -> None:
+    if hook not in _after_commit_hooks:
+        _after_commit_hooks.append(hook)
+
+
+@contextmanager
+def transaction() -> Iterator[Connection]:
+    """A write transaction: commit on success, roll back on any exception."""
+    engine = get_engine()
+    conn = engine.connect()
+    if is_sqlite(engine):
+        conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+    try:
+        with conn.begin():
+            yield conn
+        deferred = conn.info.pop("after_commit", [])
+        hooks = list(_after_commit_hooks) if conn.info.pop("events_appended", 0) else []
+        for fn in [*deferred, *((lambda h=h: h(conn)) for h in hooks)]:
+            try:
+                fn()
+            except Exception:  # work after commit never fails the caller
+                log.exception("after-commit callback failed")
+    finally:
+        conn.info.pop("events_appended", None)
+        conn.info.pop("after_commit", None)
+        conn.close()
+
+
+def after_commit(conn: Connection, fn: Callable[[], None]) -> None:
+    """Run `fn` once this transaction has committed (never if it rolls back)."""
+    conn.info.setdefault("after_commit", []).append(fn)
+
+
+@contextmanager
+def reading() -> Iterator[Connection]:
+    """A read-only connection (deferred transaction, rolled back at the end)."""
+    with get_engine().connect() as conn:
+        yield conn
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; use webapp.clock.now()")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)

@@ -1,0 +1,33 @@
+"""The event-sourced core. Imports nothing from the features built on it."""
+
+from webapp.eventstore.store import (
+    ANY,
+    Event,
+    Metadata,
+    NewEvent,
+    StreamId,
+    VersionConflict,
+    append,
+    get_event,
+    head_position,
+    read_all,
+    read_stream,
+    register_inline,
+    stream_version,
+)
+
+__all__ = [
+    "ANY",
+    "Event",
+    "Metadata",
+    "NewEvent",
+    "StreamId",
+    "VersionConflict",
+    "append",
+    "get_event",
+    "head_position",
+    "read_all",
+    "read_stream",
+    "register_inline",
+    "stream_version",
+]

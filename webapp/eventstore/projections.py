@@ -1,0 +1,278 @@
+"""Async projections: durable cursors, bounded retries, parking.
+
+Each projection keeps a cursor row. A run locks that row, reads the next events of
+its types, applies each in a savepoint and moves the cursor, all in one
+transaction: effects and cursor commit together, so a crash neither applies an
+event twice nor skips one. An event whose apply keeps failing is retried with
+backoff (the cursor row remembers the attempts) and, after the configured number
+of attempts, parked so the projection can move on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from webapp import clock, db
+from webapp.eventstore.store import Event, get_event, head_position, read_all
+from webapp.eventstore.tables import events, parked_events, projection_cursors
+
+log = logging.getLogger(__name__)
+
+Apply = Callable[[Connection, Event], None]
+
+
+@dataclass(frozen=True)
+class AsyncProjection:
+    name: str
+    event_types: frozenset[str]
+    apply: Apply
+    start: Literal["beginning", "now"] = "beginning"
+
+
+_registry: dict[str, AsyncProjection] = {}
+
+
+def register(
+    name: str,
+    event_types: Iterable[str],
+    apply: Apply,
+    start: Literal["beginning", "now"] = "beginning",
+) -> AsyncProjection:
+    p = AsyncProjection(name, frozenset(event_types), apply, start)
+    _registry[name] = p
+    return p
+
+
+def unregister(name: str) -> None:
+    _registry.pop(name, None)
+
+
+def registered() -> list[AsyncProjection]:
+    return list(_registry.values())
+
+
+def get(name: str) -> AsyncProjection:
+    try:
+        return _registry[name]
+    except KeyError:
+        raise LookupError(f"no projection named {name!r}") from None
+
+
+def backoff(attempts: int) -> timedelta:
+    """1 s, 2 s, 4 s ... capped at 5 minutes."""
+    return timedelta(seconds=min(2 ** max(attempts - 1, 0), 300))
+
+
+def ensure_cursor(conn: Connection, p: AsyncProjection) -> None:
+    exists = conn.execute(
+        select(projection_cursors.c.name).where(projection_cursors.c.name == p.name)
+    ).first()
+    if exists:
+        return
+    start = head_position(conn) if p.start == "now" else 0
+    try:
+        with conn.begin_nested():
+            conn.execute(
+                insert(projection_cursors).values(
+                    name=p.name, position=start, attempts=0, updated_at=clock.now()
+                )
+            )
+    except IntegrityError:
+        pass  # another process created it first
+
+
+def ensure_cursors() -> None:
+    """Create missing cursors; 'now' projections start at the current head."""
+    with db.transaction() as conn:
+        for p in registered():
+            ensure_cursor(conn, p)
+
+
+def _lock_cursor(conn: Connection, name: str) -> Any:
+    q = select(projection_cursors).where(projection_cursors.c.name == name)
+    if not db.is_sqlite(conn):
+        q = q.with_for_update()  # SQLite: BEGIN IMMEDIATE already serialises writers
+    return conn.execute(q).first()
+
+
+@dataclass
+class RunResult:
+    applied: int = 0
+    parked: int = 0
+    retry_at: datetime | None = None
+
+
+def run_projection(p: AsyncProjection, batch: int = 200, max_attempts: int = 5) -> RunResult:
+    """Apply everything pending for one projection; stop early on a retryable failure."""
+    result = RunResult()
+    while True:
+        with db.transaction() as conn:
+            ensure_cursor(conn, p)
+            cur = _lock_cursor(conn, p.name)
+            now = clock.now()
+            if cur.retry_at is not None and cur.retry_at > now:
+                result.retry_at = cur.retry_at
+                return result
+            pending = read_all(conn, cur.position, p.event_types, limit=batch)
+            if not pending:
+                if cur.retry_at is not None:
+                    conn.execute(_cursor_update(p.name, cur.position, 0, None, None))
+                return result
+            position, attempts = cur.position, cur.attempts
+            for i, event in enumerate(pending):
+                try:
+                    with conn.begin_nested():
+                        p.apply(conn, event)
+                except Exception as exc:
+                    attempts = attempts + 1 if i == 0 else 1
+                    error_class = type(exc).__name__
+                    log.warning(
+                        "projection apply failed",
+                        extra={
+                            "projection": p.name,
+                            "event_id": event.id,
+                            "position": event.position,
+                            "attempt": attempts,
+                            "error_class": error_class,
+                        },
+                        exc_info=True,
+                    )
+                    if attempts < max_attempts:
+                        retry_at = now + backoff(attempts)
+                        conn.execute(
+                            _cursor_update(p.name, position, attempts, retry_at, error_class)
+                        )
+                        result.retry_at = retry_at
+                        return result
+                    _park(conn, p.name, event, attempts, error_class)
+                    result.parked += 1
+                    position, attempts = event.position, 0
+                    continue
+                position, attempts = event.position, 0
+                result.applied += 1
+            conn.execute(_cursor_update(p.name, position, 0, None, None))
+            if len(pending) < batch:
+                return result
+
+
+def _cursor_update(
+    name: str, position: int, attempts: int, retry_at: datetime | None, error: str | None
+) -> Any:
+    return (
+        update(projection_cursors)
+        .where(projection_cursors.c.name == name)
+        .values(
+            position=position,
+            attempts=attempts,
+            retry_at=retry_at,
+            last_error_class=error,
+            updated_at=clock.now(),
+        )
+    )
+
+
+def _park(conn: Connection, name: str, event: Event, attempts: int, error_class: str) -> None:
+    log.error(
+        "projection event parked",
+        extra={
+            "projection": name,
+            "event_id": event.id,
+            "attempts": attempts,
+            "error_class": error_class,
+        },
+    )
+    conn.execute(
+        insert(parked_events).values(
+            projection=name,
+            event_id=event.id,
+            position=event.position,
+            attempts=attempts,
+            error_class=error_class,
+            parked_at=clock.now(),
+        )
+    )
+
+
+def run_all(max_attempts: int = 5) -> RunResult:
+    """Catch every registered projection up; returns the earliest retry time."""
+    total = RunResult()
+    for p in registered():
+        try:
+            r = run_projection(p, max_attempts=max_attempts)
+        except Exception:
+            # Infrastructure failure (DB down, lock timeout): leave the cursor,
+            # the next dispatch or sweep carries on from it.
+            log.exception("projection run failed", extra={"projection": p.name})
+            continue
+        total.applied += r.applied
+        total.parked += r.parked
+        if r.retry_at and (total.retry_at is None or r.retry_at < total.retry_at):
+            total.retry_at = r.retry_at
+    return total
+
+
+def list_parked(conn: Connection) -> list[Any]:
+    return list(conn.execute(select(parked_events).order_by(parked_events.c.id)))
+
+
+def retry_parked(parked_id: int) -> bool:
+    """Apply one parked event again; on success the parked row goes away."""
+    with db.transaction() as conn:
+        row = conn.execute(select(parked_events).where(parked_events.c.id == parked_id)).first()
+        if row is None:
+            raise LookupError(f"no parked event with id {parked_id}")
+        p = get(row.projection)
+        event = get_event(conn, row.event_id)
+        if event is None:
+            raise LookupError(f"event {row.event_id} no longer exists")
+        try:
+            with conn.begin_nested():
+                p.apply(conn, event)
+        except Exception as exc:
+            conn.execute(
+                update(parked_events)
+                .where(parked_events.c.id == parked_id)
+                .values(attempts=row.attempts + 1, error_class=type(exc).__name__)
+            )
+            log.warning("parked event failed again", extra={"parked_id": parked_id}, exc_info=True)
+            return False
+        conn.execute(delete(parked_events).where(parked_events.c.id == parked_id))
+        return True
+
+
+def status(conn: Connection) -> list[dict[str, Any]]:
+    head = head_position(conn)
+    out = []
+    cursors = {r.name: r for r in conn.execute(select(projection_cursors))}
+    for name in sorted(set(cursors) | set(_registry)):
+        cur = cursors.get(name)
+        p = _registry.get(name)
+        position = cur.position if cur else 0
+        lag = 0
+        if p is not None:
+            lag = int(
+                conn.execute(
+                    select(func.count())
+                    .select_from(events)
+                    .where(events.c.position > position, events.c.type.in_(p.event_types))
+                ).scalar_one()
+            )
+        out.append(
+            {
+                "name": name,
+                "position": position,
+                "head": head,
+                "lag": lag,
+                "attempts": cur.attempts if cur else 0,
+                "retry_at": cur.retry_at if cur else None,
+                "registered": p is not None,
+            }
+        )
+    return out

@@ -1,0 +1,14 @@
+"""Wires the features into the app. Dependencies point one way: features -> core."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+
+def init_app(app: Flask) -> None:
+    from webapp import accounts, mail, profile, workflows
+
+    mail.init_app(app)
+    accounts.init_app(app)
+    profile.init_app(app)
+    workflows.init_app(app)

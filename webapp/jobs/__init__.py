@@ -1,0 +1,14 @@
+"""Named background jobs: a cron schedule, per-tenant fan-out, concurrency `skip`."""
+
+from webapp.jobs.queue import enqueue, get_queue, request_dispatch
+from webapp.jobs.registry import JobSpec, get_job, job, registered_jobs
+
+__all__ = [
+    "JobSpec",
+    "enqueue",
+    "get_job",
+    "get_queue",
+    "job",
+    "registered_jobs",
+    "request_dispatch",
+]

@@ -1,0 +1,77 @@
+"""Structured logs: one line per event, `key=value` pairs, with the request,
+tenant, run or job ids bound in the current context."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "log_context", default=None
+)
+_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+@contextmanager
+def log_context(**values: Any) -> Iterator[None]:
+    current = dict(_context.get() or {})
+    current.update({k: v for k, v in values.items() if v is not None})
+    token = _context.set(current)
+    try:
+        yield
+    finally:
+        _context.reset(token)
+
+
+def bind(**values: Any) -> None:
+    """Bind values for the rest of this context; None removes a key."""
+    current = dict(_context.get() or {})
+    for k, v in values.items():
+        if v is None:
+            current.pop(k, None)
+        else:
+            current[k] = v
+    _context.set(current)
+
+
+def _fmt(value: Any) -> str:
+    text = str(value)
+    if not text or any(c in text for c in ' "=\n'):
+        return json.dumps(text)
+    return text
+
+
+class LogfmtFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        fields.update(_context.get() or {})
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                fields[key] = value
+        line = " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
+        if record.exc_info:
+            line += " exc=" + json.dumps(self.formatException(record.exc_info))
+        return line
+
+
+def setup(level: str = "INFO", process: str | None = None) -> None:
+    root = logging.getLogger()
+    if any(isinstance(h.formatter, LogfmtFormatter) for h in root.handlers):
+        root.setLevel(level)
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LogfmtFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+    if process:
+        bind(process=process)

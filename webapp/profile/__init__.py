@@ -1,0 +1,7 @@
+"""The profile feature."""
+
+from flask import Flask
+
+
+def init_app(app: Flask) -> None:
+    """Register this feature's routes, projections and jobs."""

@@ -1,0 +1,1 @@
+"""Process entry points: the RQ worker, the rq-scheduler, and the `make run` launcher."""
