@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 metadata = MetaData()
 
 _engine: Engine | None = None
-_after_commit_hooks: list[Callable[[Connection], None]] = []
+_after_commit_hooks: list[Callable[[Connection], object]] = []
 
 
 def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
@@ -70,7 +70,7 @@ def get_engine() -> Engine:
     return _engine
 
 
-def on_after_commit(hook: Callable[[Connection], None]) -> None:
+def on_after_commit(hook: Callable[[Connection], object]) -> None:
     if hook not in _after_commit_hooks:
         _after_commit_hooks.append(hook)
 

@@ -23,9 +23,9 @@ def main() -> None:
     app = _worker_app()
     cfg = app.config["APP_CONFIG"]
     setup(cfg.log_level, process="worker")
-    worker_class: type[Worker] = (
-        Worker if os.environ.get("WORKER_CLASS") == "fork" else SimpleWorker
-    )
+    worker_class: type = SimpleWorker
+    if os.environ.get("WORKER_CLASS") == "fork":
+        worker_class = Worker
     conn = redis_for(cfg.redis_url)
     w = worker_class(
         list(QUEUES),
