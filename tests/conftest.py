@@ -135,3 +135,8 @@ def work(app: Flask, redis: Redis) -> Any:
         SimpleWorker(list(QUEUES), connection=redis).work(burst=True, logging_level="WARNING")
 
     return run
+
+
+@pytest.fixture
+def runner(app: Flask) -> Any:
+    return app.test_cli_runner()

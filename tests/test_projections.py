@@ -1,0 +1,111 @@
+"""Async projections: durable cursors, retries with backoff, parking, CLI."""
+
+from __future__ import annotations
+
+from sqlalchemy import insert, select
+
+from tests.helpers import append_one, applied_table, projection
+from webapp import db
+from webapp.cli import projections_cli
+from webapp.eventstore import projections
+
+
+def recorder(name: str, table, fail_on: set[str] | None = None):  # type: ignore[no-untyped-def]
+    def apply(conn, event):  # type: ignore[no-untyped-def]
+        if fail_on is not None and event.payload.get("tag") in fail_on:
+            raise ValueError("cannot apply this one: secret personal data")
+        conn.execute(insert(table).values(projection=name, event_id=event.id))
+
+    return apply
+
+
+def applied_ids(table) -> list[str]:  # type: ignore[no-untyped-def]
+    with db.reading() as conn:
+        return [r.event_id for r in conn.execute(select(table).order_by(table.c.id))]
+
+
+def test_projection_applies_each_event_once_and_keeps_its_cursor(app):
+    with applied_table() as t, projection("p.once", ["thing.happened"], recorder("p.once", t)):
+        ids = [append_one() for _ in range(3)]
+        append_one("other.type")
+        r1 = projections.run_projection(projections.get("p.once"))
+        r2 = projections.run_projection(projections.get("p.once"))
+        assert (r1.applied, r2.applied) == (3, 0)
+        assert applied_ids(t) == ids
+
+
+def test_projection_starting_from_now_skips_history(app):
+    with applied_table() as t:
+        append_one()
+        with projection("p.now", ["thing.happened"], recorder("p.now", t), start="now"):
+            projections.ensure_cursors()
+            later = append_one()
+            projections.run_projection(projections.get("p.now"))
+            assert applied_ids(t) == [later]
+
+
+def test_failing_event_is_retried_with_backoff_then_parked_and_later_events_still_apply(
+    app, clock, runner
+):
+    fail = {"bad"}
+    with (
+        applied_table() as t,
+        projection("p.park", ["thing.happened"], recorder("p.park", t, fail)),
+    ):
+        first = append_one(payload={"tag": "ok"})
+        bad = append_one(payload={"tag": "bad"})
+        after = append_one(payload={"tag": "ok"})
+        p = projections.get("p.park")
+        r = projections.run_projection(p, max_attempts=3)
+        # The good event before the bad one is committed with the cursor.
+        assert r.applied == 1 and r.retry_at is not None
+        assert applied_ids(t) == [first]
+        # Until the backoff has passed, nothing is retried.
+        assert projections.run_projection(p, max_attempts=3).applied == 0
+        clock.advance(1.1)
+        r = projections.run_projection(p, max_attempts=3)
+        assert r.parked == 0 and r.retry_at is not None
+        clock.advance(2.1)
+        r = projections.run_projection(p, max_attempts=3)
+        assert r.parked == 1 and r.applied == 1
+        assert applied_ids(t) == [first, after]
+        with db.reading() as conn:
+            (parked,) = projections.list_parked(conn)
+        assert (parked.projection, parked.event_id, parked.attempts) == ("p.park", bad, 3)
+        # The error class is kept, never the raw message (it may hold personal data).
+        assert parked.error_class == "ValueError"
+
+        listing = runner.invoke(args=["projections", "parked"])
+        assert bad in listing.output and "ValueError" in listing.output
+        assert "secret" not in listing.output
+
+        # Retrying while still broken keeps it parked.
+        res = runner.invoke(args=["projections", "retry", str(parked.id)])
+        assert res.exit_code != 0 and "failed again" in res.output
+        fail.clear()  # "fixed"
+        res = runner.invoke(args=["projections", "retry", str(parked.id)])
+        assert res.exit_code == 0, res.output
+        assert applied_ids(t) == [first, after, bad]
+        with db.reading() as conn:
+            assert projections.list_parked(conn) == []
+        res = runner.invoke(args=["projections", "retry", str(parked.id)])
+        assert res.exit_code != 0 and "no parked event" in res.output
+
+
+def test_status_shows_cursor_and_lag(app, runner):
+    with applied_table() as t, projection("p.status", ["thing.happened"], recorder("p.status", t)):
+        append_one()
+        append_one()
+        projections.ensure_cursors()
+        out = runner.invoke(args=["projections", "status"]).output
+        line = next(ln for ln in out.splitlines() if ln.startswith("p.status"))
+        assert line.split()[1:4] == ["0", "2", "2"]  # position, head, lag
+        projections.run_all()
+        out = runner.invoke(args=["projections", "status"]).output
+        line = next(ln for ln in out.splitlines() if ln.startswith("p.status"))
+        assert line.split()[1:4] == ["2", "2", "0"]
+
+
+def test_cli_group_is_registered(app):
+    assert "projections" in app.cli.commands
+    assert projections_cli.name == "projections"
