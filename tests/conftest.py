@@ -18,6 +18,7 @@ from webapp import clock as clockmod
 from webapp import create_app, db, embedded_redis
 from webapp.clock import FrozenClock
 from webapp.config import Config
+from webapp.eventstore import projections
 from webapp.migrate import upgrade
 
 
@@ -107,6 +108,7 @@ def make_config(database_url: str, redis_url: str, tmp_path: Path) -> Any:
 def app(make_config: Any, redis: Redis) -> Iterator[Flask]:
     application = create_app(make_config())
     _clean_database()
+    projections.ensure_cursors()  # as create_app does on a fresh database
     with application.app_context():
         yield application
     _clean_database()

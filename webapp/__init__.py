@@ -52,7 +52,21 @@ def create_app(config: Config | None = None) -> Flask:
     _request_ids(app)
     _security_headers(app)
     features.init_app(app)
+    _mount_projections()
     return app
+
+
+def _mount_projections() -> None:
+    """Create missing projection cursors now, so a projection that starts from
+    `now` starts from when it was mounted, not from its first dispatch."""
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    from webapp.eventstore import projections
+
+    try:
+        projections.ensure_cursors()
+    except (OperationalError, ProgrammingError):
+        log.info("projection cursors not created: database not migrated yet")
 
 
 def _request_ids(app: Flask) -> None:
