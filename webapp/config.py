@@ -118,6 +118,10 @@ class Config:
     # accounts
     password_min_length: int = 15
     account_deletion_grace_days: int = 14
+    # argon2id cost; the defaults (RFC 9106 low-memory) exceed OWASP's minimum
+    argon2_time_cost: int = 3
+    argon2_memory_cost: int = 65536
+    argon2_parallelism: int = 4
     session_cookie_secure: bool = False
     max_content_length: int = 64 * 1024
     ratelimit_storage: str = ""
@@ -154,6 +158,9 @@ class Config:
             smtp_timeout=_int(env, "SMTP_TIMEOUT", 10, 1, 300),
             password_min_length=_int(env, "PASSWORD_MIN_LENGTH", 15, 8, 128),
             account_deletion_grace_days=_int(env, "ACCOUNT_DELETION_GRACE_DAYS", 14, 0, 3650),
+            argon2_time_cost=_int(env, "ARGON2_TIME_COST", 3, 2, 100),
+            argon2_memory_cost=_int(env, "ARGON2_MEMORY_COST", 65536, 19456, 4 * 2**20),
+            argon2_parallelism=_int(env, "ARGON2_PARALLELISM", 4, 1, 64),
             session_cookie_secure=_bool(env, "SESSION_COOKIE_SECURE", False),
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 64 * 1024, 1024, 100 * 2**20),
             ratelimit_storage=env.get("RATELIMIT_STORAGE_URI") or "",

@@ -1,7 +1,16 @@
-"""The accounts feature."""
+"""The accounts feature: the event-sourced user aggregate, sign-up and sign-in,
+email verification and erasure."""
 
 from flask import Flask
 
 
 def init_app(app: Flask) -> None:
     """Register this feature's routes, projections and jobs."""
+    from webapp.accounts import erase_job, i18n, projection, ratelimit, session, tables, views
+
+    del erase_job, tables  # imported for their registrations
+    projection.register()
+    i18n.init_app(app)
+    ratelimit.init_app(app)
+    session.init_app(app)
+    views.init_app(app)

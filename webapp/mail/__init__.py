@@ -1,7 +1,100 @@
-"""The mail feature."""
+"""The mail service: `send(to, subject, body, html=None)`, synchronous.
 
-from flask import Flask
+Called from worker jobs and workflow steps only, never inside a web request.
+Backends (MAIL_BACKEND): `file` writes every message as an .eml file under
+`<instance>/mail/` and logs the links it contains (development); `smtp` hands it
+to an SMTP server (SMTP_HOST/PORT, SMTP_SECURITY none|starttls|ssl, SMTP_USER/PASSWORD).
+A failure raises `MailError`; the caller decides whether to retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import smtplib
+import ssl
+import uuid
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+from pathlib import Path
+
+from flask import Flask, current_app
+
+from webapp import clock
+from webapp.config import Config
+
+log = logging.getLogger(__name__)
+_LINK = re.compile(r"https?://\S+")
+
+
+class MailError(Exception):
+    """The message could not be handed over."""
+
+
+def build(cfg: Config, to: str, subject: str, body: str, html: str | None = None) -> EmailMessage:
+    if "\n" in to or "\r" in to or "\n" in subject or "\r" in subject:
+        raise MailError("header injection attempt")
+    msg = EmailMessage()
+    msg["From"] = cfg.mail_from
+    msg["To"] = to
+    msg["Subject"] = subject
+    msg["Date"] = format_datetime(clock.now())
+    msg["Message-ID"] = make_msgid(domain=cfg.mail_from.rpartition("@")[2] or "localhost")
+    msg.set_content(body)
+    if html is not None:
+        msg.add_alternative(html, subtype="html")
+    return msg
+
+
+def mail_dir(cfg: Config) -> Path:
+    return Path(cfg.instance_path) / "mail"
+
+
+def _send_file(cfg: Config, msg: EmailMessage, body: str) -> None:
+    folder = mail_dir(cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{clock.now().strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.eml"
+    path = folder / name
+    path.write_bytes(bytes(msg))
+    # Development convenience: the links are in the log, no mail client needed.
+    log.info(
+        "mail written",
+        extra={"path": str(path), "subject": msg["Subject"], "links": _LINK.findall(body)},
+    )
+
+
+def _send_smtp(cfg: Config, msg: EmailMessage) -> None:
+    try:
+        smtp: smtplib.SMTP
+        if cfg.smtp_security == "ssl":
+            smtp = smtplib.SMTP_SSL(
+                cfg.smtp_host,
+                cfg.smtp_port,
+                timeout=cfg.smtp_timeout,
+                context=ssl.create_default_context(),
+            )
+        else:
+            smtp = smtplib.SMTP(cfg.smtp_host, cfg.smtp_port, timeout=cfg.smtp_timeout)
+        with smtp:
+            if cfg.smtp_security == "starttls":
+                smtp.starttls(context=ssl.create_default_context())
+            if cfg.smtp_user:
+                smtp.login(cfg.smtp_user, cfg.smtp_password)
+            smtp.send_message(msg)
+    except (OSError, smtplib.SMTPException) as exc:
+        raise MailError(f"SMTP delivery failed ({type(exc).__name__})") from exc
+
+
+def send(to: str, subject: str, body: str, html: str | None = None) -> None:
+    """Send one message with the configured backend (inside an app context)."""
+    cfg: Config = current_app.config["APP_CONFIG"]
+    msg = build(cfg, to, subject, body, html)
+    if cfg.mail_backend == "smtp":
+        _send_smtp(cfg, msg)
+        log.info("mail sent", extra={"subject": subject, "backend": "smtp"})
+    else:
+        _send_file(cfg, msg, body)
 
 
 def init_app(app: Flask) -> None:
-    """Register this feature's routes, projections and jobs."""
+    """Nothing to register: the service is a function used by worker jobs."""

@@ -1,0 +1,40 @@
+// app.js: the one small script (no inline script anywhere: strict CSP).
+// 1. The password form checks "new" against "confirm" before sending anything.
+// 2. A section answered with 500 (unexpected failure) is still swapped in, so
+//    its "Something went wrong" banner shows; other 5xx answers are not.
+(function () {
+  "use strict";
+
+  function showError(form, text) {
+    var region = form.querySelector("[data-status-region]");
+    if (!region) return;
+    var banner = document.createElement("div");
+    banner.className = "banner banner-error";
+    banner.setAttribute("role", "alert");
+    banner.textContent = text;
+    region.replaceChildren(banner);
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var form = evt.detail.elt;
+    if (!form || !form.matches || !form.matches("form[data-password-form]")) return;
+    var fresh = form.querySelector("[name=new_password]");
+    var confirm = form.querySelector("[name=confirm_password]");
+    if (fresh && confirm && fresh.value !== confirm.value) {
+      evt.preventDefault();
+      confirm.setAttribute("aria-invalid", "true");
+      showError(form, form.getAttribute("data-mismatch") || "");
+      confirm.focus();
+    } else if (confirm) {
+      confirm.removeAttribute("aria-invalid");
+    }
+  });
+
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var xhr = evt.detail.xhr;
+    if (xhr && xhr.status === 500 && xhr.getResponseHeader("X-Section-Fragment") === "1") {
+      evt.detail.shouldSwap = true;
+      evt.detail.isError = false;
+    }
+  });
+})();

@@ -1,0 +1,43 @@
+"""Languages (Flask-Babel): English and German.
+
+Message ids are the stable i18n keys of the original (e.g. `profile.password.success`),
+and English is a catalog like any other (`translations/en`), so a wording change
+never changes an id and a missing text is caught by tests instead of shipping a key.
+The user's stored choice wins, else the browser's Accept-Language, else English.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, has_request_context, request
+from flask_babel import Babel, get_locale
+from flask_login import current_user
+
+from webapp.config import ROOT
+
+LANGUAGES = ("en", "de")
+LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
+TRANSLATIONS = ROOT / "webapp" / "translations"
+
+
+def select_locale() -> str | None:
+    if not has_request_context():
+        return None  # worker: callers use force_locale(user.language)
+    user = current_user
+    if user and user.is_authenticated and getattr(user, "language", None) in LANGUAGES:
+        return str(user.language)
+    return request.accept_languages.best_match(LANGUAGES) or "en"
+
+
+def current_language() -> str:
+    loc = get_locale()
+    return loc.language if loc is not None and loc.language in LANGUAGES else "en"
+
+
+def init_app(app: Flask) -> None:
+    app.config["BABEL_TRANSLATION_DIRECTORIES"] = str(TRANSLATIONS)
+    app.config["BABEL_DEFAULT_LOCALE"] = "en"
+    Babel(app, locale_selector=select_locale)
+
+    @app.context_processor
+    def _language() -> dict[str, object]:
+        return {"html_lang": current_language(), "language_names": LANGUAGE_NAMES}

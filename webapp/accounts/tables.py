@@ -1,0 +1,49 @@
+"""Accounts tables: the user read model, the per-user keys, spent one-time tokens.
+
+The schema is created by migrations/versions/0003_accounts.py; keep both in step.
+"""
+
+from sqlalchemy import Boolean, Column, Index, Integer, String, Table, Text, UniqueConstraint
+
+from webapp.db import UTCDateTime, metadata
+
+# Read model of the user aggregate, kept by inline projections (projection.py).
+users = Table(
+    "users",
+    metadata,
+    Column("tenant_id", String(64), primary_key=True),
+    Column("id", String(36), primary_key=True),
+    Column("email", String(320), nullable=False),
+    Column("email_verified", Boolean, nullable=False, default=False),
+    Column("password_hash", String(255), nullable=False),
+    Column("session_token", String(64), nullable=False),
+    Column("language", String(8), nullable=True),
+    Column("status", String(32), nullable=False, default="active"),
+    Column("deletion_due_at", UTCDateTime(), nullable=True),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("version", Integer, nullable=False),
+    UniqueConstraint("tenant_id", "email", name="uq_users_tenant_email"),
+)
+Index("ix_users_status_due", users.c.status, users.c.deletion_due_at)
+
+# One AES-256 key per user. Erasing the user deletes the row, which makes every
+# encrypted field in that user's events unreadable (crypto-shredding).
+user_keys = Table(
+    "user_keys",
+    metadata,
+    Column("tenant_id", String(64), primary_key=True),
+    Column("user_id", String(36), primary_key=True),
+    Column("key", Text, nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+)
+
+# Single-use links: the sha256 of every spent token.
+used_tokens = Table(
+    "used_tokens",
+    metadata,
+    Column("digest", String(64), primary_key=True),
+    Column("tenant_id", String(64), nullable=False),
+    Column("user_id", String(36), nullable=False),
+    Column("used_at", UTCDateTime(), nullable=False),
+)
+Index("ix_used_tokens_user", used_tokens.c.tenant_id, used_tokens.c.user_id)

@@ -1,0 +1,161 @@
+"""Sign-up, sign-in, sign-out, and the links from account mails."""
+
+from __future__ import annotations
+
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    flash,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from flask_babel import gettext
+from flask_login import current_user, logout_user
+from flask_wtf.csrf import CSRFError, CSRFProtect
+
+from webapp.accounts import emails, i18n, ratelimit, service
+from webapp.accounts.session import safe_next, sign_in
+
+bp = Blueprint("accounts", __name__)
+
+
+def page(template: str, code: int = 200, **ctx: object) -> Response:
+    return make_response(render_template(template, **ctx), code)
+
+
+def banner(kind: str, key: str, **params: object) -> dict[str, str]:
+    return {"kind": kind, "text": gettext(key, **params)}  # type: ignore[arg-type]
+
+
+@bp.route("/register", methods=["GET", "POST"])
+def register() -> Response:
+    if request.method == "GET":
+        return page("accounts/register.html")
+    form = request.form
+    email = form.get("email", "")
+    if not ratelimit.hit("register-ip", ratelimit.client_ip()):
+        return page(
+            "accounts/register.html",
+            429,
+            email=email,
+            status=banner("error", "auth.errors.tooManyAttempts"),
+        )
+    outcome = service.register(
+        email, form.get("password", ""), form.get("confirm", ""), i18n.current_language()
+    )
+    if not outcome.ok:
+        return page(
+            "accounts/register.html",
+            422,
+            email=email,
+            status=banner("error", outcome.key, **outcome.params),
+            error_field=outcome.field,
+        )
+    return page("accounts/register_done.html", email=outcome.params["email"])
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Response:
+    next_url = safe_next(request.values.get("next"))
+    if request.method == "GET":
+        if current_user.is_authenticated:
+            return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
+        return page("accounts/login.html", next=next_url)
+    form = request.form
+    email = form.get("email", "")
+    account_key = emails.normalize(email) or email.strip().lower()[:320]
+    limited = not ratelimit.hit("login-ip", ratelimit.client_ip()) or not ratelimit.allowed(
+        "login-account", account_key
+    )
+    if limited:
+        return page(
+            "accounts/login.html",
+            429,
+            email=email,
+            next=next_url,
+            status=banner("error", "auth.errors.tooManyAttempts"),
+        )
+    user = service.authenticate(email, form.get("password", ""))
+    if user is None:
+        ratelimit.hit("login-account", account_key)
+        return page(
+            "accounts/login.html",
+            422,
+            email=email,
+            next=next_url,
+            status=banner("error", "auth.login.failed"),
+        )
+    sign_in(user, remember=form.get("remember") == "on")
+    return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
+
+
+@bp.post("/logout")
+def logout() -> Response:
+    logout_user()
+    from flask import session
+
+    session.clear()
+    flash("auth.logout.success")
+    return redirect(url_for("accounts.login"))  # type: ignore[return-value]
+
+
+@bp.get("/verify-email/<token>")
+def verify_email_page(token: str) -> Response:
+    # GET never changes anything (mail scanners prefetch links): it checks the
+    # link and offers a button; the POST below spends it.
+    outcome = service.check_verification(token)
+    return page("accounts/verify.html", 200 if outcome.ok else 400, token=token, outcome=outcome)
+
+
+@bp.post("/verify-email/<token>")
+def verify_email(token: str) -> Response:
+    outcome = service.verify_email(token)
+    return page(
+        "accounts/verify.html", 200 if outcome.ok else 400, token=token, outcome=outcome, done=True
+    )
+
+
+@bp.get("/email-change/revert/<token>")
+def revert_page(token: str) -> Response:
+    outcome = service.check_revert(token)
+    return page("accounts/revert.html", 200 if outcome.ok else 400, token=token, outcome=outcome)
+
+
+@bp.post("/email-change/revert/<token>")
+def revert(token: str) -> Response:
+    outcome = service.revert_email_change(token)
+    if outcome.ok and current_user.is_authenticated:
+        logout_user()
+    return page(
+        "accounts/revert.html", 200 if outcome.ok else 400, token=token, outcome=outcome, done=True
+    )
+
+
+def _no_store(resp: Response) -> Response:
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+def init_app(app: Flask) -> None:
+    # The token lives as long as the session (which sign-in renews).
+    app.config["WTF_CSRF_TIME_LIMIT"] = None
+    csrf = CSRFProtect(app)
+    app.extensions["csrf"] = csrf
+    bp.after_request(_no_store)
+    app.register_blueprint(bp)
+
+    @app.errorhandler(CSRFError)
+    def _csrf_error(_e: CSRFError) -> tuple[str, int]:
+        return render_template("error.html", message=gettext("errors.csrf")), 400
+
+    @app.errorhandler(429)
+    def _too_many(_e: object) -> tuple[str, int]:
+        return render_template("error.html", message=gettext("auth.errors.tooManyAttempts")), 429
+
+    @app.errorhandler(500)
+    def _server_error(_e: object) -> tuple[str, int]:
+        return render_template("error.html", message=gettext(service.GENERIC)), 500
