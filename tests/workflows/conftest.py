@@ -1,0 +1,66 @@
+"""Helpers for workflow tests: register workflows for one test, emit events,
+run the real worker, read a run's events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from webapp import db
+from webapp.eventstore import ANY, Event, NewEvent, StreamId, append, read_stream
+from webapp.eventstore import projections
+from webapp.workflows import registry
+from webapp.workflows import events as ev
+from webapp.workflows.tables import workflow_run_pending, workflow_runs
+
+
+@pytest.fixture
+def wf(app: Any) -> Iterator[Any]:
+    """Register workflows for this test only: `wf(definition)`."""
+    names: list[str] = []
+
+    def reg(definition: Any) -> Any:
+        names.append(definition.name)
+        registry.register(definition)
+        projections.ensure_cursors()
+        return definition
+
+    yield reg
+    for name in names:
+        registry.unregister(name)
+
+
+def emit(event_type: str, payload: dict[str, Any], aggregate_id: str = "a1", tenant: str = "default") -> Event:
+    with db.transaction() as conn:
+        return append(conn, StreamId(tenant, "thing", aggregate_id), [NewEvent(event_type, payload)], ANY)[0]
+
+
+def run_events(run_id: str, tenant: str = "default") -> list[Event]:
+    with db.reading() as conn:
+        return read_stream(conn, StreamId(tenant, ev.AGGREGATE_TYPE, run_id))
+
+
+def types(run_id: str) -> list[str]:
+    return [e.type.removeprefix("workflow.") for e in run_events(run_id)]
+
+
+def runs(name: str | None = None) -> list[Any]:
+    with db.reading() as conn:
+        q = select(workflow_runs)
+        if name:
+            q = q.where(workflow_runs.c.workflow_name == name)
+        return list(conn.execute(q))
+
+
+def pending() -> list[Any]:
+    with db.reading() as conn:
+        return list(conn.execute(select(workflow_run_pending).order_by(workflow_run_pending.c.wake_at)))
+
+
+def only_run(name: str) -> Any:
+    rs = runs(name)
+    assert len(rs) == 1, rs
+    return rs[0]

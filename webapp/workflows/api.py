@@ -1,0 +1,451 @@
+"""The public API: define a workflow and its steps.
+
+    from webapp.workflows import api as wf, match
+
+    verify = wf.workflow(
+        "send-welcome",
+        on="user.registered",
+        key=lambda event: event.payload["userId"],
+        awaits={"verified": "user.email-verified"},
+        steps=[
+            wf.send_mail("mail", to=lambda ctx: ctx.trigger.payload["email"], subject="Hi", body="..."),
+            wf.wait_for_event("verified", event="verified", timeout="P1D",
+                              match=lambda ctx: match.eq("userId", ctx.trigger.payload["userId"])),
+            wf.ret(lambda ctx: ctx["verified"] is not None),
+        ],
+    )
+    register(verify)
+
+Every parameter documented as "value or function" takes either a plain value or
+a function of the run context (`RunContext`), evaluated when the step runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+from croniter import croniter
+
+if TYPE_CHECKING:
+    from webapp.eventstore import Event
+    from webapp.workflows.engine import RunContext
+
+
+class DefinitionError(ValueError):
+    """A workflow definition is invalid (raised when it is defined)."""
+
+
+# -- triggers -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventTrigger:
+    event_type: str
+    filter: Callable[[Event], bool] | None = None
+    kind: Literal["event"] = "event"
+
+
+@dataclass(frozen=True)
+class CronTrigger:
+    schedule: str
+    kind: Literal["cron"] = "cron"
+
+
+@dataclass(frozen=True)
+class WebhookTrigger:
+    path: str
+    secret: str  # name of a secret in config.secrets (env SECRET_<NAME>)
+    tenant_id: str = "default"
+    kind: Literal["webhook"] = "webhook"
+
+
+Trigger = EventTrigger | CronTrigger | WebhookTrigger
+
+# -- steps ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+
+    suspends = False  # wait / wait_for_event / retry may suspend the run
+    uses_db = False  # runs inside a transaction together with the progress commit
+
+
+@dataclass(frozen=True)
+class Compute(Step):
+    fn: Callable[[RunContext], Any]
+
+
+@dataclass(frozen=True)
+class Return(Step):
+    value: Any
+
+
+@dataclass(frozen=True)
+class Branch(Step):
+    condition: Any
+    then: tuple[Step, ...]
+    otherwise: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class ForEach(Step):
+    over: Any
+    as_: str
+    do: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Wait(Step):
+    duration: Any  # timedelta | ISO-8601 duration | datetime | function of ctx
+    suspends = True
+
+
+@dataclass(frozen=True)
+class WaitForEvent(Step):
+    event: str  # a key of the workflow's `awaits`
+    match: Any  # node | persisted expression | function of ctx | None
+    timeout: Any
+    suspends = True
+
+
+@dataclass(frozen=True)
+class Retry(Step):
+    times: int
+    backoff: Literal["linear", "exponential"]
+    do: tuple[Step, ...]
+    base_delay: timedelta = timedelta(seconds=10)
+    suspends = True
+
+    def delay(self, failed_attempt: int) -> timedelta:
+        if self.backoff == "linear":
+            return self.base_delay * failed_attempt
+        return self.base_delay * (2 ** (failed_attempt - 1))
+
+
+@dataclass(frozen=True)
+class SendMail(Step):
+    to: Any
+    subject: Any
+    body: Any
+
+
+@dataclass(frozen=True)
+class SendWebhook(Step):
+    url: Any
+    method: str
+    headers: Any
+    body: Any
+    auth: Mapping[str, str] | None
+    retry: int
+    retry_delay: float
+    timeout: float
+
+
+@dataclass(frozen=True)
+class AppendEvent(Step):
+    aggregate_type: Any
+    aggregate_id: Any
+    event_type: str
+    payload: Any
+    uses_db = True
+
+
+@dataclass(frozen=True)
+class Call(Step):
+    handler: str
+    payload: Any
+    uses_db = True
+
+
+# -- the workflow ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workflow:
+    name: str
+    trigger: Trigger
+    steps: tuple[Step, ...]
+    awaits: Mapping[str, str] = field(default_factory=dict)
+    idempotency_key: str | Callable[[Event], str | None] | None = None
+    on_duplicate: Literal["ignore", "new-run"] = "ignore"
+
+    @cached_property
+    def fingerprint(self) -> str:
+        from webapp.workflows.fingerprint import fingerprint
+
+        return fingerprint(self)
+
+    def key_for(self, event: Event) -> str | None:
+        if self.idempotency_key is None:
+            return None
+        if isinstance(self.idempotency_key, str):
+            return self.idempotency_key
+        key = self.idempotency_key(event)
+        return None if key is None else str(key)
+
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+
+
+def workflow(
+    name: str,
+    *,
+    steps: Sequence[Step],
+    on: str | None = None,
+    filter: Callable[[Event], bool] | None = None,
+    cron: str | None = None,
+    webhook: str | None = None,
+    secret: str | None = None,
+    tenant_id: str = "default",
+    awaits: Mapping[str, str] | None = None,
+    key: str | Callable[[Event], str | None] | None = None,
+    on_duplicate: Literal["ignore", "new-run"] = "ignore",
+) -> Workflow:
+    """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
+
+    `secret` names the webhook's HMAC secret in config.secrets (env
+    SECRET_<NAME>); it defaults to the path with non-alphanumerics as `_`.
+    """
+    if not _NAME.match(name):
+        raise DefinitionError(f"workflow name {name!r}: lower-case letters, digits, . _ - only")
+    if sum(x is not None for x in (on, cron, webhook)) != 1:
+        raise DefinitionError(
+            f"workflow {name!r}: give exactly one trigger: on=, cron= or webhook="
+        )
+    trigger: Trigger
+    if on is not None:
+        trigger = EventTrigger(on, filter)
+    elif cron is not None:
+        if not croniter.is_valid(cron):
+            raise DefinitionError(f"workflow {name!r}: invalid cron schedule {cron!r}")
+        trigger = CronTrigger(cron)
+    else:
+        assert webhook is not None
+        path = webhook.strip("/")
+        if not re.fullmatch(r"[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*", path):
+            raise DefinitionError(f"workflow {name!r}: invalid webhook path {webhook!r}")
+        trigger = WebhookTrigger(path, secret or re.sub(r"[^a-z0-9]", "_", path.lower()), tenant_id)
+    if filter is not None and on is None:
+        raise DefinitionError(f"workflow {name!r}: filter= only applies to event triggers")
+    if on_duplicate not in ("ignore", "new-run"):
+        raise DefinitionError(f"workflow {name!r}: on_duplicate must be 'ignore' or 'new-run'")
+    wf = Workflow(name, trigger, tuple(steps), dict(awaits or {}), key, on_duplicate)
+    _validate(wf)
+    return wf
+
+
+def _validate(wf: Workflow) -> None:
+    if not wf.steps:
+        raise DefinitionError(f"workflow {wf.name!r} has no steps")
+    seen: set[str] = set()
+
+    def walk(steps: Sequence[Step], top: bool) -> None:
+        for s in steps:
+            if not isinstance(s, Step):
+                raise DefinitionError(f"workflow {wf.name!r}: {s!r} is not a step")
+            if s.name in seen:
+                raise DefinitionError(f"workflow {wf.name!r}: step name {s.name!r} used twice")
+            seen.add(s.name)
+            if s.suspends and not top:
+                raise DefinitionError(
+                    f"workflow {wf.name!r}: {type(s).__name__.lower()} step {s.name!r} must be a "
+                    "top-level step (only top-level steps can suspend the run)"
+                )
+            if isinstance(s, WaitForEvent) and s.event not in wf.awaits:
+                raise DefinitionError(
+                    f"workflow {wf.name!r}: step {s.name!r} waits for {s.event!r}, "
+                    f"which is not a key of awaits ({', '.join(sorted(wf.awaits)) or 'none'})"
+                )
+            if isinstance(s, Retry):
+                walk(s.do, False)
+            elif isinstance(s, Branch):
+                walk(s.then, False)
+                walk(s.otherwise, False)
+            elif isinstance(s, ForEach):
+                if s.as_ in seen:
+                    raise DefinitionError(f"workflow {wf.name!r}: for_each name {s.as_!r} clashes")
+                walk(s.do, False)
+
+    walk(wf.steps, True)
+
+
+# -- step builders ----------------------------------------------------------------
+
+_counter = 0
+
+
+def _auto(kind: str) -> str:
+    global _counter
+    _counter += 1
+    return f"{kind}-{_counter}"
+
+
+def compute(name: str, fn: Callable[[RunContext], Any]) -> Compute:
+    """Run `fn(ctx)`; its (JSON-serialisable) result is kept under `name`."""
+    return Compute(name, fn)
+
+
+def ret(value: Any = None, name: str = "return") -> Return:
+    """End the run with `value` (value or function) as its result."""
+    return Return(name, value)
+
+
+return_ = ret
+
+
+def branch(
+    name: str,
+    if_: Any,
+    then: Sequence[Step],
+    else_: Sequence[Step] = (),
+) -> Branch:
+    """Run `then` when `if_` (value or function) is truthy, else `else_`."""
+    return Branch(name, if_, tuple(then), tuple(else_))
+
+
+def for_each(name: str, over: Any, as_: str, do: Sequence[Step]) -> ForEach:
+    """Run `do` once per item of `over` in order; the item is `ctx[as_]`.
+    The step's result is the list of the last inner result per item."""
+    return ForEach(name, over, as_, tuple(do))
+
+
+def wait(name: str, duration: Any) -> Wait:
+    """Suspend for an ISO-8601 duration (`PT10M`), a timedelta, seconds, or
+    until an absolute (timezone-aware) datetime; value or function."""
+    return Wait(name, duration)
+
+
+def wait_for_event(name: str, event: str, timeout: Any, match: Any = None) -> WaitForEvent:
+    """Suspend until an event of type `awaits[event]` whose payload satisfies
+    `match` (a node from `webapp.workflows.match`, or a function of the run
+    context building one), or until `timeout`. Result: the event's payload,
+    or None on timeout."""
+    return WaitForEvent(name, event, match, timeout)
+
+
+def retry(
+    name: str,
+    times: int,
+    do: Sequence[Step],
+    backoff: Literal["linear", "exponential"] = "exponential",
+    base_delay: timedelta | float = 10,
+) -> Retry:
+    """Run `do`; on an error with attempts left (at most `times` in all) suspend
+    for the backoff and try again. When attempts run out the error fails the run."""
+    if times < 1:
+        raise DefinitionError(f"retry {name!r}: times must be at least 1")
+    if backoff not in ("linear", "exponential"):
+        raise DefinitionError(f"retry {name!r}: backoff must be 'linear' or 'exponential'")
+    delay = base_delay if isinstance(base_delay, timedelta) else timedelta(seconds=base_delay)
+    return Retry(name, times, backoff, tuple(do), delay)
+
+
+def send_mail(name: str, to: Any, subject: Any, body: Any) -> SendMail:
+    """Send a mail through `webapp.mail.send` (each field value or function)."""
+    return SendMail(name, to, subject, body)
+
+
+def send_webhook(
+    name: str,
+    url: Any,
+    method: str = "POST",
+    headers: Any = None,
+    body: Any = None,
+    auth: Mapping[str, str] | None = None,
+    retry: int = 3,
+    retry_delay: float = 1.0,
+    timeout: float = 10.0,
+) -> SendWebhook:
+    """Send an HTTP request with a JSON body. `auth` is {"bearer": SECRET_NAME}
+    or {"header": "X-Api-Key", "secret": SECRET_NAME}; secrets come from
+    config.secrets. Network errors and 5xx are retried `retry` times in place;
+    the result is {"status": code, "body": parsed JSON or text}."""
+    if auth is not None and not ("bearer" in auth or ("header" in auth and "secret" in auth)):
+        raise DefinitionError(
+            f"send_webhook {name!r}: auth is {{'bearer': NAME}} or {{'header': H, 'secret': NAME}}"
+        )
+    return SendWebhook(name, url, method.upper(), headers, body, auth, retry, retry_delay, timeout)
+
+
+def append_event(
+    name: str, aggregate_type: Any, aggregate_id: Any, event_type: str, payload: Any = None
+) -> AppendEvent:
+    """Append one event to any aggregate (at its end), atomically with the step's progress."""
+    return AppendEvent(name, aggregate_type, aggregate_id, event_type, payload)
+
+
+def call(name: str, handler: str, payload: Any = None) -> Call:
+    """Call a registered write handler (`registry.register_handler`) in one
+    transaction with the step's progress; its return value is the result."""
+    return Call(name, handler, payload)
+
+
+def parse_duration(value: str) -> timedelta:
+    """ISO-8601 durations: PnDTnHnMnS (weeks `PnW` too; no months or years)."""
+    m = re.fullmatch(
+        r"P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
+        r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?",
+        value.strip().upper(),
+    )
+    if not m or value.strip().upper() in ("P", "PT") or value.strip().upper().endswith("T"):
+        raise ValueError(f"not an ISO-8601 duration: {value!r} (expected e.g. PT10M, P1D)")
+    parts = {k: float(v) if v else 0.0 for k, v in m.groupdict().items()}
+    return timedelta(
+        weeks=parts["w"], days=parts["d"], hours=parts["h"], minutes=parts["m"], seconds=parts["s"]
+    )
+
+
+def to_instant(value: Any, now: datetime) -> datetime:
+    """A wait target: timedelta / seconds / ISO duration from now, or an aware datetime."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError("wait until a naive datetime: give a timezone-aware one")
+        return value
+    if isinstance(value, timedelta):
+        return now + value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return now + timedelta(seconds=value)
+    if isinstance(value, str):
+        return now + parse_duration(value)
+    raise ValueError(f"cannot wait for {value!r}")
+
+
+def describe(value: Any) -> Any:
+    """A stable, JSON-able description of a step parameter (functions by source)."""
+    if callable(value) and not isinstance(value, type):
+        try:
+            return {"fn": inspect.getsource(value).strip()}
+        except (OSError, TypeError):
+            return {"fn": getattr(value, "__qualname__", repr(value))}
+    if isinstance(value, Step):
+        out: dict[str, Any] = {"step": type(value).__name__}
+        for k, v in sorted(vars(value).items()):
+            out[k] = describe(v)
+        return out
+    if isinstance(value, list | tuple):
+        return [describe(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): describe(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, timedelta):
+        return {"seconds": value.total_seconds()}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def sha256_json(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()

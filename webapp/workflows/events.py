@@ -1,0 +1,134 @@
+"""The events on a run's own stream (aggregate type `workflow-run`).
+
+Payload keys of the seven original events are exactly the original's; two more
+(`run-cancelled`, `run-retried`) serve the operator commands.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+AGGREGATE_TYPE = "workflow-run"
+
+RUN_STARTED = "workflow.run-started"
+STEP_WAITING = "workflow.step.waiting"
+STEP_WAITING_FOR_EVENT = "workflow.step.waiting-for-event"
+RETRY_SCHEDULED = "workflow.retry.scheduled"
+STEP_RESUMED = "workflow.step.resumed"
+RUN_COMPLETED = "workflow.run-completed"
+RUN_FAILED = "workflow.run-failed"
+RUN_CANCELLED = "workflow.run-cancelled"
+RUN_RETRIED = "workflow.run-retried"
+
+SUSPENSIONS = (STEP_WAITING, STEP_WAITING_FOR_EVENT, RETRY_SCHEDULED)
+SETTLING = (RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED)
+ALL = (RUN_STARTED, *SUSPENSIONS, STEP_RESUMED, *SETTLING, RUN_RETRIED)
+
+# Events that trigger cron and webhook workflows (a run always references one).
+CRON_TICKED = "workflow.cron-ticked"
+WEBHOOK_RECEIVED = "workflow.webhook-received"
+
+REASON_DEFINITION_CHANGED = "workflow_definition_changed"
+REASON_TRIGGER_UNAVAILABLE = "trigger_event_unavailable"
+REASON_AWAITED_UNAVAILABLE = "awaited_event_unavailable"
+
+# Frozen: changing it would re-key every keyed run.
+RUN_NAMESPACE = uuid.UUID("6b0f3c1e-2d4a-4f8e-9a71-0c5e3b9d7a24")
+
+
+def run_id_for(workflow_name: str, key: str | None) -> str:
+    if key is None:
+        return str(uuid.uuid4())
+    return str(uuid.uuid5(RUN_NAMESPACE, f"{workflow_name}|{key}"))
+
+
+def step_error(exc: BaseException | None) -> str:
+    """Generic error text for events: the raw message may hold personal data."""
+    if isinstance(exc, Exception):
+        return f"workflow step failed ({type(exc).__name__})"
+    return "workflow step failed (unknown error)"
+
+
+def run_started(
+    workflow_name: str,
+    trigger_event_type: str,
+    trigger_ref: dict[str, Any],
+    fingerprint: str,
+    idempotency_key: str | None,
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "workflowName": workflow_name,
+        "triggerEventType": trigger_event_type,
+        "triggerEventRef": trigger_ref,
+        "definitionFingerprint": fingerprint,
+    }
+    if idempotency_key is not None:
+        payload["idempotencyKey"] = idempotency_key
+    return payload
+
+
+def step_waiting(step_index: int, wake_at: str, workflow_name: str, fp: str) -> dict[str, Any]:
+    return {
+        "stepIndex": step_index,
+        "wakeAt": wake_at,
+        "workflowName": workflow_name,
+        "definitionFingerprint": fp,
+    }
+
+
+def step_waiting_for_event(
+    step_index: int,
+    event_type: str,
+    match: dict[str, Any] | None,
+    timeout_at: str,
+    workflow_name: str,
+    fp: str,
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "stepIndex": step_index,
+        "eventType": event_type,
+        "timeoutAt": timeout_at,
+        "workflowName": workflow_name,
+        "definitionFingerprint": fp,
+    }
+    if match is not None:
+        payload["match"] = match
+    return payload
+
+
+def retry_scheduled(
+    step_index: int, attempt: int, max_attempts: int, wake_at: str, workflow_name: str, error: str
+) -> dict[str, Any]:
+    return {
+        "stepIndex": step_index,
+        "attempt": attempt,
+        "maxAttempts": max_attempts,
+        "wakeAt": wake_at,
+        "workflowName": workflow_name,
+        "error": error,
+    }
+
+
+def step_resumed(step_index: int, retry_attempt: int | None) -> dict[str, Any]:
+    payload: dict[str, Any] = {"stepIndex": step_index}
+    if retry_attempt is not None:
+        payload["retryAttempt"] = retry_attempt
+    return payload
+
+
+def run_completed(workflow_name: str, step_count: int) -> dict[str, Any]:
+    return {"workflowName": workflow_name, "stepIndex": step_count}
+
+
+def run_failed(
+    workflow_name: str, step_index: int, error: str, reason: str | None = None
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "workflowName": workflow_name,
+        "stepIndex": step_index,
+        "error": error,
+    }
+    if reason is not None:
+        payload["reason"] = reason
+    return payload

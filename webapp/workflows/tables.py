@@ -1,0 +1,55 @@
+"""Tables of the workflow runner (schema: migrations/versions/0002_workflows.py)."""
+
+from sqlalchemy import JSON, Column, Index, Integer, String, Table
+
+from webapp.db import UTCDateTime, metadata
+
+# Suspended steps, exactly the shape of the original's pending set.
+workflow_run_pending = Table(
+    "workflow_run_pending",
+    metadata,
+    Column("tenant_id", String(64), primary_key=True),
+    Column("run_id", String(36), primary_key=True),
+    Column("step_index", Integer, primary_key=True, autoincrement=False),
+    Column("workflow_name", String(200), nullable=False),
+    Column("suspension_event_type", String(150), nullable=False),
+    Column("wake_at", UTCDateTime(), nullable=False),
+    Column("retry_attempt", Integer, nullable=True),
+    Column("definition_fingerprint", String(64), nullable=True),
+    Column("wait_event_type", String(150), nullable=True),
+    Column("match_expr", JSON(none_as_null=True), nullable=True),
+    Column("trigger_event_type", String(150), nullable=True),
+    Column("trigger_event_ref", JSON(none_as_null=True), nullable=True),
+    Index("ix_workflow_run_pending_tenant_wake", "tenant_id", "wake_at"),
+    Index("ix_workflow_run_pending_wait_type", "wait_event_type"),
+)
+
+# One row per run: its status for operators (CLI), the lease of the worker
+# executing it, and the step results a resumed run needs. Results live here, not
+# in events, so erasing a person never has to rewrite the event log.
+workflow_runs = Table(
+    "workflow_runs",
+    metadata,
+    Column("tenant_id", String(64), primary_key=True),
+    Column("run_id", String(36), primary_key=True),
+    Column("workflow_name", String(200), nullable=False),
+    # running | suspended | completed | failed | cancelled
+    Column("status", String(20), nullable=False),
+    Column("step_index", Integer, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("idempotency_key", String(500), nullable=True),
+    Column("trigger_event_type", String(150), nullable=True),
+    Column("trigger_event_ref", JSON(none_as_null=True), nullable=True),
+    Column("started_position", Integer, nullable=False),
+    Column("results", JSON, nullable=False),
+    Column("error", String(300), nullable=True),
+    Column("reason", String(100), nullable=True),
+    Column("lease_token", String(36), nullable=True),
+    Column("lease_until", UTCDateTime(), nullable=True),
+    Column("started_at", UTCDateTime(), nullable=False),
+    Column("updated_at", UTCDateTime(), nullable=False),
+    Index("ix_workflow_runs_status_lease", "tenant_id", "status", "lease_until"),
+    Index("ix_workflow_runs_name", "workflow_name"),
+)

@@ -1,0 +1,73 @@
+"""Event wake-up: one async projection per workflow that declares `awaits`.
+
+For each pending row of the event's tenant waiting for that type, the row's
+persisted match expression is evaluated against the payload; a match sets the
+trigger columns and wake_at = now and (after commit) enqueues resume-run at once.
+A row whose expression cannot be evaluated is logged and skipped; it never
+blocks the other rows waiting on the same event.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from webapp.eventstore import Event, projections
+from webapp.workflows import api, engine
+from webapp.workflows import match as matchmod
+from webapp.workflows.tables import workflow_run_pending
+
+log = logging.getLogger("webapp.workflows")
+
+
+def projection_name(wf: api.Workflow) -> str:
+    return f"workflow-{wf.name}-wakeup"
+
+
+def apply(conn: Connection, event: Event, workflow_name: str) -> None:
+    rows = conn.execute(
+        select(workflow_run_pending).where(
+            workflow_run_pending.c.tenant_id == event.tenant_id,
+            workflow_run_pending.c.workflow_name == workflow_name,
+            workflow_run_pending.c.wait_event_type == event.type,
+            workflow_run_pending.c.trigger_event_ref.is_(None),
+        )
+    ).all()
+    for row in rows:
+        if not _matches(row, event):
+            continue
+        engine.wake(conn, row.tenant_id, row.run_id, row.step_index, event)
+        engine.schedule_resume(conn, row.tenant_id, row.run_id, row.step_index, event.recorded_at)
+
+
+def _matches(row: Any, event: Event) -> bool:
+    try:
+        return matchmod.evaluate(row.match_expr, event.payload)
+    except Exception as exc:
+        log.error(
+            "workflow wake-up skipped a pending row with an unevaluable match expression",
+            extra={
+                "run_id": row.run_id,
+                "step_index": row.step_index,
+                "event_type": event.type,
+                "error_class": type(exc).__name__,
+            },
+        )
+        return False
+
+
+def mount(wf: api.Workflow) -> None:
+    types = set(wf.awaits.values())
+    if types:
+        # Start from now: rows that exist before mounting are covered by the
+        # look-back each wait does when it registers.
+        name = wf.name
+        projections.register(
+            projection_name(wf), types, lambda conn, e: apply(conn, e, name), start="now"
+        )
+
+
+def unmount(wf: api.Workflow) -> None:
+    projections.unregister(projection_name(wf))
