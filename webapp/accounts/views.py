@@ -135,6 +135,7 @@ def revert(token: str) -> Response:
     )
 
 
+@bp.after_request
 def _no_store(resp: Response) -> Response:
     resp.headers["Cache-Control"] = "no-store"
     return resp
@@ -145,7 +146,6 @@ def init_app(app: Flask) -> None:
     app.config["WTF_CSRF_TIME_LIMIT"] = None
     csrf = CSRFProtect(app)
     app.extensions["csrf"] = csrf
-    bp.after_request(_no_store)
     app.register_blueprint(bp)
 
     @app.errorhandler(CSRFError)

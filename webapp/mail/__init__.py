@@ -13,6 +13,7 @@ import logging
 import re
 import smtplib
 import ssl
+import time
 import uuid
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
@@ -53,7 +54,8 @@ def mail_dir(cfg: Config) -> Path:
 def _send_file(cfg: Config, msg: EmailMessage, body: str) -> None:
     folder = mail_dir(cfg)
     folder.mkdir(parents=True, exist_ok=True)
-    name = f"{clock.now().strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.eml"
+    # Wall-clock nanoseconds keep the files in sending order even under a frozen clock.
+    name = f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.eml"
     path = folder / name
     path.write_bytes(bytes(msg))
     # Development convenience: the links are in the log, no mail client needed.

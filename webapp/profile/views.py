@@ -217,11 +217,13 @@ def language() -> Response:
     return outcome_response("account", outcome)
 
 
+@bp.after_request
 def _no_store(resp: Response) -> Response:
     resp.headers["Cache-Control"] = "no-store"
     return resp
 
 
+@bp.errorhandler(Exception)
 def _unexpected(exc: Exception) -> Response:
     log.exception("profile request failed", exc_info=exc)
     section = request.endpoint.rsplit(".", 1)[-1] if request.endpoint else ""
@@ -244,6 +246,4 @@ def _unexpected(exc: Exception) -> Response:
 
 
 def init_app(app: Flask) -> None:
-    bp.after_request(_no_store)
-    bp.register_error_handler(Exception, _unexpected)
     app.register_blueprint(bp)
