@@ -38,7 +38,9 @@ def csrf_token(client: FlaskClient, path: str = "/login") -> str:
 
 
 def post(client: FlaskClient, path: str, htmx: bool = False, **data: str) -> Any:
-    data.setdefault("csrf_token", csrf_token(client, "/profile" if path.startswith("/profile") else "/login"))
+    data.setdefault(
+        "csrf_token", csrf_token(client, "/profile" if path.startswith("/profile") else "/login")
+    )
     headers = {"HX-Request": "true"} if htmx else {}
     return client.post(path, data=data, headers=headers)
 

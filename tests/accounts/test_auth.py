@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.accounts.conftest import PASSWORD, body, csrf_token, login, mails, post, register, user_row
+from tests.accounts.conftest import (
+    PASSWORD,
+    body,
+    csrf_token,
+    login,
+    mails,
+    post,
+    register,
+    user_row,
+)
 
 
 def test_register_page_has_the_labelled_fields(client: Any) -> None:
@@ -36,7 +45,9 @@ def test_register_creates_an_unverified_account_and_queues_the_verification_mail
 
 
 def test_register_rejects_mismatch_invalid_address_and_policy(client: Any) -> None:
-    r = post(client, "/register", email="ada@example.com", password=PASSWORD, confirm=PASSWORD + "x")
+    r = post(
+        client, "/register", email="ada@example.com", password=PASSWORD, confirm=PASSWORD + "x"
+    )
     assert r.status_code == 422 and "The passwords do not match." in r.get_data(as_text=True)
     r = register(client, "not-an-address")
     assert r.status_code == 422 and "Enter a valid email address." in r.get_data(as_text=True)

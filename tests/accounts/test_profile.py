@@ -23,7 +23,9 @@ def _section(html: str, testid: str) -> str:
     return html[html.rindex("<section", 0, start) : html.index("</section>", start)]
 
 
-def test_profile_page_has_four_labelled_sections_each_with_its_own_form(client: Any, user: Any) -> None:
+def test_profile_page_has_four_labelled_sections_each_with_its_own_form(
+    client: Any, user: Any
+) -> None:
     resp = client.get("/profile")
     html = resp.get_data(as_text=True)
     assert resp.status_code == 200
@@ -54,13 +56,27 @@ def test_profile_page_has_four_labelled_sections_each_with_its_own_form(client: 
 
 
 def test_password_mismatch_is_checked_first(client: Any, user: Any) -> None:
-    r = post(client, "/profile/password", htmx=True, current_password="wrong", new_password="a", confirm_password="b")
+    r = post(
+        client,
+        "/profile/password",
+        htmx=True,
+        current_password="wrong",
+        new_password="a",
+        confirm_password="b",
+    )
     assert r.status_code == 422
     assert "The new passwords do not match." in r.get_data(as_text=True)
 
 
 def test_htmx_answer_is_only_the_section_fragment(client: Any, user: Any) -> None:
-    r = post(client, "/profile/password", htmx=True, current_password="nope nope nope nope", new_password=NEW_PASSWORD, confirm_password=NEW_PASSWORD)
+    r = post(
+        client,
+        "/profile/password",
+        htmx=True,
+        current_password="nope nope nope nope",
+        new_password=NEW_PASSWORD,
+        confirm_password=NEW_PASSWORD,
+    )
     html = r.get_data(as_text=True)
     assert r.status_code == 422
     assert html.lstrip().startswith('<section id="profile-password"')
@@ -70,8 +86,16 @@ def test_htmx_answer_is_only_the_section_fragment(client: Any, user: Any) -> Non
     assert r.headers["Cache-Control"] == "no-store"
 
 
-def test_without_javascript_the_answer_is_the_whole_page_with_the_banner(client: Any, user: Any) -> None:
-    r = post(client, "/profile/password", current_password="nope nope nope nope", new_password=NEW_PASSWORD, confirm_password=NEW_PASSWORD)
+def test_without_javascript_the_answer_is_the_whole_page_with_the_banner(
+    client: Any, user: Any
+) -> None:
+    r = post(
+        client,
+        "/profile/password",
+        current_password="nope nope nope nope",
+        new_password=NEW_PASSWORD,
+        confirm_password=NEW_PASSWORD,
+    )
     html = r.get_data(as_text=True)
     assert r.status_code == 422
     assert "<html" in html and 'data-testid="profile-email"' in html
@@ -80,23 +104,55 @@ def test_without_javascript_the_answer_is_the_whole_page_with_the_banner(client:
 
 
 def test_password_policy_failure_names_the_rule(client: Any, user: Any) -> None:
-    r = post(client, "/profile/password", htmx=True, current_password=PASSWORD, new_password="password", confirm_password="password")
+    r = post(
+        client,
+        "/profile/password",
+        htmx=True,
+        current_password=PASSWORD,
+        new_password="password",
+        confirm_password="password",
+    )
     assert r.status_code == 422 and "at least 15 characters" in r.get_data(as_text=True)
     common = "1qaz2wsx3edc4rfv"  # in the shipped list
-    r = post(client, "/profile/password", htmx=True, current_password=PASSWORD, new_password=common, confirm_password=common)
+    r = post(
+        client,
+        "/profile/password",
+        htmx=True,
+        current_password=PASSWORD,
+        new_password=common,
+        confirm_password=common,
+    )
     assert r.status_code == 422 and "This password is too common." in r.get_data(as_text=True)
-    r = post(client, "/profile/password", htmx=True, current_password=PASSWORD, new_password="Ada@Example.com", confirm_password="Ada@Example.com")
+    r = post(
+        client,
+        "/profile/password",
+        htmx=True,
+        current_password=PASSWORD,
+        new_password="Ada@Example.com",
+        confirm_password="Ada@Example.com",
+    )
     assert r.status_code == 422 and "must not be your email address" in r.get_data(as_text=True)
 
 
-def test_password_change_signs_out_other_sessions_and_sends_a_notice(app: Any, client: Any, other_client: Any, user: Any, work: Any) -> None:
+def test_password_change_signs_out_other_sessions_and_sends_a_notice(
+    app: Any, client: Any, other_client: Any, user: Any, work: Any
+) -> None:
     assert login(other_client, "ada@example.com").status_code == 302
     assert other_client.get("/profile").status_code == 200
-    r = post(client, "/profile/password", htmx=True, current_password=PASSWORD, new_password=NEW_PASSWORD, confirm_password=NEW_PASSWORD)
+    r = post(
+        client,
+        "/profile/password",
+        htmx=True,
+        current_password=PASSWORD,
+        new_password=NEW_PASSWORD,
+        confirm_password=NEW_PASSWORD,
+    )
     html = r.get_data(as_text=True)
     assert r.status_code == 200
     assert 'role="status">Your password has been changed.' in html
-    assert 'value="' not in html.replace('name="csrf_token" value="', "")  # the three fields are empty
+    assert 'value="' not in html.replace(
+        'name="csrf_token" value="', ""
+    )  # the three fields are empty
     assert client.get("/profile").status_code == 200  # this session stays
     assert other_client.get("/profile").status_code == 302  # the other one is gone
     assert login(other_client, "ada@example.com", NEW_PASSWORD).status_code == 302
@@ -107,10 +163,22 @@ def test_password_change_signs_out_other_sessions_and_sends_a_notice(app: Any, c
 def test_change_email_errors(client: Any, user: Any, other_client: Any) -> None:
     register(other_client, "bob@example.com")
     cases = [
-        ({"new_email": "new@example.com", "current_password": "wrong wrong wrong"}, "The current password is not correct."),
-        ({"new_email": "ADA@example.com", "current_password": PASSWORD}, "That is already your email address."),
-        ({"new_email": "Bob@Example.com", "current_password": PASSWORD}, "That email address is already in use."),
-        ({"new_email": "not an address", "current_password": PASSWORD}, "Enter a valid email address."),
+        (
+            {"new_email": "new@example.com", "current_password": "wrong wrong wrong"},
+            "The current password is not correct.",
+        ),
+        (
+            {"new_email": "ADA@example.com", "current_password": PASSWORD},
+            "That is already your email address.",
+        ),
+        (
+            {"new_email": "Bob@Example.com", "current_password": PASSWORD},
+            "That email address is already in use.",
+        ),
+        (
+            {"new_email": "not an address", "current_password": PASSWORD},
+            "Enter a valid email address.",
+        ),
     ]
     for data, message in cases:
         r = post(client, "/profile/email", htmx=True, **data)
@@ -119,12 +187,23 @@ def test_change_email_errors(client: Any, user: Any, other_client: Any) -> None:
     assert user_row("ada@example.com") is not None
 
 
-def test_change_email_updates_current_line_out_of_band_and_mails_both_addresses(app: Any, client: Any, user: Any, work: Any) -> None:
-    r = post(client, "/profile/email", htmx=True, new_email="Ada.New@Example.com", current_password=PASSWORD)
+def test_change_email_updates_current_line_out_of_band_and_mails_both_addresses(
+    app: Any, client: Any, user: Any, work: Any
+) -> None:
+    r = post(
+        client,
+        "/profile/email",
+        htmx=True,
+        new_email="Ada.New@Example.com",
+        current_password=PASSWORD,
+    )
     html = r.get_data(as_text=True)
     assert r.status_code == 200
     assert 'role="status">Your email address has been changed.' in html
-    assert '<div id="account-email-status" data-testid="profile-email-status" hx-swap-oob="true">' in html
+    assert (
+        '<div id="account-email-status" data-testid="profile-email-status" hx-swap-oob="true">'
+        in html
+    )
     assert "Current email: <strong>ada.new@example.com</strong>" in html
     assert "Not verified" in html
     row = user_row("ada.new@example.com")
@@ -135,18 +214,28 @@ def test_change_email_updates_current_line_out_of_band_and_mails_both_addresses(
     assert "/email-change/revert/" in body(sent["ada@example.com"])
 
 
-def test_change_email_mail_failure_does_not_undo_the_change(app: Any, make_config: Any, redis: Any, client: Any, user: Any, work: Any, caplog: Any) -> None:
-    app.config["APP_CONFIG"] = make_config(mail_backend="smtp", smtp_host="127.0.0.1", smtp_port=1, smtp_timeout=1)
-    r = post(client, "/profile/email", htmx=True, new_email="new@example.com", current_password=PASSWORD)
+def test_change_email_mail_failure_does_not_undo_the_change(
+    app: Any, make_config: Any, redis: Any, client: Any, user: Any, work: Any, caplog: Any
+) -> None:
+    app.config["APP_CONFIG"] = make_config(
+        mail_backend="smtp", smtp_host="127.0.0.1", smtp_port=1, smtp_timeout=1
+    )
+    r = post(
+        client, "/profile/email", htmx=True, new_email="new@example.com", current_password=PASSWORD
+    )
     assert r.status_code == 200
     work()
     assert user_row("new@example.com") is not None
     assert any("account mail not sent" in rec.getMessage() for rec in caplog.records)
 
 
-def test_deletion_request_and_cancel(app: Any, client: Any, user: Any, clock: Any, work: Any) -> None:
+def test_deletion_request_and_cancel(
+    app: Any, client: Any, user: Any, clock: Any, work: Any
+) -> None:
     r = post(client, "/profile/delete", htmx=True, current_password="wrong wrong wrong")
-    assert r.status_code == 422 and "The current password is not correct." in r.get_data(as_text=True)
+    assert r.status_code == 422 and "The current password is not correct." in r.get_data(
+        as_text=True
+    )
     r = post(client, "/profile/delete", htmx=True, current_password=PASSWORD)
     html = r.get_data(as_text=True)
     assert r.status_code == 200
@@ -168,7 +257,9 @@ def test_cancel_after_grace_period_is_refused(client: Any, user: Any, clock: Any
     assert r.status_code == 422 and "grace period has ended" in r.get_data(as_text=True)
 
 
-def test_erase_job_erases_accounts_past_their_grace_period(app: Any, client: Any, user: Any, clock: Any) -> None:
+def test_erase_job_erases_accounts_past_their_grace_period(
+    app: Any, client: Any, user: Any, clock: Any
+) -> None:
     from webapp import db
     from webapp.accounts import crypto, erase_job
     from webapp.eventstore import StreamId, read_stream
@@ -206,7 +297,9 @@ def test_erase_job_is_registered_daily() -> None:
 def test_sign_out_other_sessions(client: Any, other_client: Any, user: Any) -> None:
     login(other_client, "ada@example.com")
     r = post(client, "/profile/sessions", htmx=True)
-    assert r.status_code == 200 and "All other sessions have been signed out." in r.get_data(as_text=True)
+    assert r.status_code == 200 and "All other sessions have been signed out." in r.get_data(
+        as_text=True
+    )
     assert client.get("/profile").status_code == 200
     assert other_client.get("/profile").status_code == 302
 
@@ -215,12 +308,16 @@ def test_resend_verification(app: Any, client: Any, user: Any, work: Any) -> Non
     work()
     before = len(mails(app))
     r = post(client, "/profile/resend-verification", htmx=True)
-    assert r.status_code == 200 and r.get_data(as_text=True).lstrip().startswith('<section id="profile-account"')
+    assert r.status_code == 200 and r.get_data(as_text=True).lstrip().startswith(
+        '<section id="profile-account"'
+    )
     work()
     assert len(mails(app)) == before + 1
 
 
-def test_language_choice_switches_the_page_and_wins_over_the_browser(client: Any, user: Any) -> None:
+def test_language_choice_switches_the_page_and_wins_over_the_browser(
+    client: Any, user: Any
+) -> None:
     r = post(client, "/profile/language", language="de")
     assert r.status_code == 200
     html = r.get_data(as_text=True)
@@ -242,7 +339,14 @@ def test_unexpected_failure_shows_the_generic_banner(app: Any, client: Any, user
 
     service.change_password = broken  # type: ignore[assignment]
     try:
-        r = post(client, "/profile/password", htmx=True, current_password=PASSWORD, new_password=NEW_PASSWORD, confirm_password=NEW_PASSWORD)
+        r = post(
+            client,
+            "/profile/password",
+            htmx=True,
+            current_password=PASSWORD,
+            new_password=NEW_PASSWORD,
+            confirm_password=NEW_PASSWORD,
+        )
     finally:
         service.change_password = original  # type: ignore[assignment]
     assert r.status_code == 500
@@ -251,6 +355,12 @@ def test_unexpected_failure_shows_the_generic_banner(app: Any, client: Any, user
 
 
 def test_user_values_are_escaped(client: Any, user: Any) -> None:
-    r = post(client, "/profile/email", htmx=True, new_email='"><script>alert(1)</script>@x.com', current_password=PASSWORD)
+    r = post(
+        client,
+        "/profile/email",
+        htmx=True,
+        new_email='"><script>alert(1)</script>@x.com',
+        current_password=PASSWORD,
+    )
     html = r.get_data(as_text=True)
     assert "<script>alert(1)" not in html and "&lt;script&gt;" in html

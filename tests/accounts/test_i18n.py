@@ -1,0 +1,114 @@
+"""English and German: complete catalogs, keys as message ids, choice of language."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from babel.messages.mofile import read_mo
+from babel.messages.pofile import read_po
+
+from tests.accounts.conftest import body, mails, register
+from webapp.config import ROOT
+
+TRANSLATIONS = ROOT / "webapp" / "translations"
+SEED_KEYS = [
+    "profile.title",
+    *(
+        f"profile.email.{k}"
+        for k in ("title", "current", "new", "currentPassword", "submit", "success")
+    ),
+    *(
+        f"profile.password.{k}"
+        for k in ("title", "old", "new", "confirm", "submit", "success", "mismatch")
+    ),
+    *(
+        f"profile.danger.{k}"
+        for k in (
+            "title",
+            "explainer",
+            "delete",
+            "dialogTitle",
+            "dialogDescription",
+            "requested",
+            "cancelDeletion",
+            "cancelSuccess",
+            "gracePeriodEnd",
+        )
+    ),
+    "profile.errors.generic",
+    "profile.errors.emailUnchanged",
+    "user.errors.emailAlreadyExists",
+    "auth.errors.invalidCredentials",
+]
+
+
+def _catalog(lang: str) -> dict[str, str]:
+    with (TRANSLATIONS / lang / "LC_MESSAGES" / "messages.po").open("rb") as fh:
+        return {m.id: m.string for m in read_po(fh) if m.id}
+
+
+def _used_keys() -> set[str]:
+    keys: set[str] = set()
+    pattern = re.compile(r"""(?:_|gettext)\(\s*["']([a-z]+\.[A-Za-z.]+)["']""")
+    for path in [*Path(ROOT / "templates").rglob("*.html"), *Path(ROOT / "webapp").rglob("*.py")]:
+        keys |= set(pattern.findall(path.read_text()))
+    keys |= set(
+        re.findall(
+            r'"((?:profile|auth|user|verify|revert|password|mail)\.[A-Za-z.]+)"',
+            (ROOT / "webapp/accounts/service.py").read_text(),
+        )
+    )
+    return keys
+
+
+def test_both_catalogs_are_complete_and_the_seed_keys_are_the_ids() -> None:
+    en, de = _catalog("en"), _catalog("de")
+    assert set(en) == set(de)
+    assert all(en.values()) and all(de.values())
+    assert set(SEED_KEYS) <= set(en)
+    missing = {k for k in _used_keys() if k not in en and not k.endswith(".")}
+    assert not missing, missing
+    for key in en:  # placeholders agree
+        assert re.findall(r"%\(\w+\)s", en[key]) == re.findall(r"%\(\w+\)s", de[key]), key
+
+
+def test_compiled_catalogs_match_the_sources() -> None:
+    for lang in ("en", "de"):
+        with (TRANSLATIONS / lang / "LC_MESSAGES" / "messages.mo").open("rb") as fh:
+            compiled = {m.id: m.string for m in read_mo(fh) if m.id}
+        assert compiled == _catalog(lang), f"run `pybabel compile -d webapp/translations` ({lang})"
+
+
+def test_accept_language_picks_german(client: Any) -> None:
+    html = client.get("/login", headers={"Accept-Language": "de-DE,de;q=0.9"}).get_data(
+        as_text=True
+    )
+    assert (
+        '<html lang="de">' in html and ">Anmelden</button>" in html and "Angemeldet bleiben" in html
+    )
+    html = client.get("/login", headers={"Accept-Language": "fr"}).get_data(as_text=True)
+    assert ">Sign in</button>" in html
+
+
+def test_mail_goes_out_in_the_language_of_registration(app: Any, client: Any, work: Any) -> None:
+    client.get("/register", headers={"Accept-Language": "de"})
+    from tests.accounts.conftest import csrf_token
+
+    token = csrf_token(client, "/register")
+    client.post(
+        "/register",
+        data={
+            "csrf_token": token,
+            "email": "ute@example.com",
+            "password": "ein langes passwort hier",
+            "confirm": "ein langes passwort hier",
+        },
+        headers={"Accept-Language": "de"},
+    )
+    work()
+    sent = mails(app)
+    assert sent[-1]["Subject"] == "Bestätigen Sie Ihre E-Mail-Adresse"
+    assert "innerhalb von 48 Stunden" in body(sent[-1])
+    assert register is not None
