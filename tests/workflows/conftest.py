@@ -10,10 +10,9 @@ import pytest
 from sqlalchemy import select
 
 from webapp import db
-from webapp.eventstore import ANY, Event, NewEvent, StreamId, append, read_stream
-from webapp.eventstore import projections
-from webapp.workflows import registry
+from webapp.eventstore import ANY, Event, NewEvent, StreamId, append, projections, read_stream
 from webapp.workflows import events as ev
+from webapp.workflows import registry
 from webapp.workflows.tables import workflow_run_pending, workflow_runs
 
 
@@ -33,9 +32,13 @@ def wf(app: Any) -> Iterator[Any]:
         registry.unregister(name)
 
 
-def emit(event_type: str, payload: dict[str, Any], aggregate_id: str = "a1", tenant: str = "default") -> Event:
+def emit(
+    event_type: str, payload: dict[str, Any], aggregate_id: str = "a1", tenant: str = "default"
+) -> Event:
     with db.transaction() as conn:
-        return append(conn, StreamId(tenant, "thing", aggregate_id), [NewEvent(event_type, payload)], ANY)[0]
+        return append(
+            conn, StreamId(tenant, "thing", aggregate_id), [NewEvent(event_type, payload)], ANY
+        )[0]
 
 
 def run_events(run_id: str, tenant: str = "default") -> list[Event]:
@@ -57,7 +60,9 @@ def runs(name: str | None = None) -> list[Any]:
 
 def pending() -> list[Any]:
     with db.reading() as conn:
-        return list(conn.execute(select(workflow_run_pending).order_by(workflow_run_pending.c.wake_at)))
+        return list(
+            conn.execute(select(workflow_run_pending).order_by(workflow_run_pending.c.wake_at))
+        )
 
 
 def only_run(name: str) -> Any:

@@ -50,7 +50,13 @@ def test_unknown_kind_or_version_is_an_error():
     with pytest.raises(MatchError):
         evaluate({"version": 1, "expr": {"kind": "xor", "nodes": []}}, {})
     with pytest.raises(MatchError):
-        evaluate({"version": 1, "expr": {"kind": "atom", "path": ["a"], "op": {"op": "like", "value": 1}}}, {})
+        evaluate(
+            {
+                "version": 1,
+                "expr": {"kind": "atom", "path": ["a"], "op": {"op": "like", "value": 1}},
+            },
+            {},
+        )
     with pytest.raises(MatchError):
         persist({"kind": "atom"})
 

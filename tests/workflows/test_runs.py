@@ -14,8 +14,8 @@ from webapp.eventstore import projections
 from webapp.eventstore.tables import events as events_table
 from webapp.eventstore.tables import projection_cursors
 from webapp.workflows import api as w
-from webapp.workflows import match, resume
 from webapp.workflows import events as ev
+from webapp.workflows import match, resume
 from webapp.workflows.events import RUN_NAMESPACE
 
 
@@ -160,7 +160,9 @@ def test_trigger_filter_error_is_recorded_and_swallowed(wf, work):
     assert failed[0].error == "workflow step failed (KeyError)"
     with db.reading() as conn:
         rows = projections.list_parked(conn)
-        cursor = conn.execute(projection_cursors.select().where(projection_cursors.c.name == "workflow-badfilter")).first()
+        cursor = conn.execute(
+            projection_cursors.select().where(projection_cursors.c.name == "workflow-badfilter")
+        ).first()
     assert rows == []
     assert cursor.attempts == 0  # no redelivery
 
@@ -189,7 +191,10 @@ def test_wait_for_event_wakes_on_a_matching_event_only(wf, work, clock):
     assert waiting.payload == {
         "stepIndex": 0,
         "eventType": "member.confirmed",
-        "match": {"version": 1, "expr": {"kind": "atom", "path": ["userId"], "op": {"op": "eq", "value": "u1"}}},
+        "match": {
+            "version": 1,
+            "expr": {"kind": "atom", "path": ["userId"], "op": {"op": "eq", "value": "u1"}},
+        },
         "timeoutAt": (clock.now() + timedelta(days=1)).isoformat(),
         "workflowName": "verify",
         "definitionFingerprint": run.fingerprint,
@@ -201,7 +206,12 @@ def test_wait_for_event_wakes_on_a_matching_event_only(wf, work, clock):
     assert types(run.run_id) == ["run-started", "step.waiting-for-event"]
     verified = emit("member.confirmed", {"userId": "u1", "email": "a@b.c"}, aggregate_id="u1")
     work()  # the wake-up enqueues resume-run at once: no clock move, no sweep
-    assert types(run.run_id) == ["run-started", "step.waiting-for-event", "step.resumed", "run-completed"]
+    assert types(run.run_id) == [
+        "run-started",
+        "step.waiting-for-event",
+        "step.resumed",
+        "run-completed",
+    ]
     assert only_run("verify").results["return"] == {"userId": "u1", "email": "a@b.c"}
     assert verified.payload["userId"] == "u1"
 
@@ -257,7 +267,9 @@ def test_corrupt_match_expression_does_not_block_other_rows(wf, work):
             awaits={"verified": "member.confirmed"},
             steps=[
                 w.wait_for_event(
-                    "got", event="verified", timeout="P1D",
+                    "got",
+                    event="verified",
+                    timeout="P1D",
                     match=lambda ctx: match.eq("userId", ctx.trigger.payload["userId"]),
                 ),
                 w.ret(1),
@@ -297,7 +309,10 @@ def test_retry_backoff_then_success(wf, work, clock):
         w.workflow(
             "flaky",
             on="order.placed",
-            steps=[w.retry("try", times=3, backoff="exponential", do=[w.compute("send", flaky)]), w.ret(lambda c: c["send"])],
+            steps=[
+                w.retry("try", times=3, backoff="exponential", do=[w.compute("send", flaky)]),
+                w.ret(lambda c: c["send"]),
+            ],
         )
     )
     emit("order.placed", {})
@@ -318,7 +333,9 @@ def test_retry_backoff_then_success(wf, work, clock):
     assert run_events(run.run_id)[-2].payload == {"stepIndex": 0, "retryAttempt": 2}
     second = run_events(run.run_id)[-1]
     assert second.payload["attempt"] == 3
-    assert second.payload["wakeAt"] == (clock.now() + timedelta(seconds=20)).isoformat()  # 10 s x 2^(2-1)
+    assert (
+        second.payload["wakeAt"] == (clock.now() + timedelta(seconds=20)).isoformat()
+    )  # 10 s x 2^(2-1)
     sweep_after(clock, 21)
     assert calls == [1, 2, 3]
     assert only_run("flaky").status == "completed"
@@ -329,11 +346,20 @@ def test_retry_linear_and_exhausted_is_a_visible_failure(wf, work, clock):
     def always(ctx):
         raise ConnectionError("down")
 
-    wf(w.workflow("dead", on="order.placed", steps=[w.retry("try", times=2, backoff="linear", do=[w.compute("x", always)])]))
+    wf(
+        w.workflow(
+            "dead",
+            on="order.placed",
+            steps=[w.retry("try", times=2, backoff="linear", do=[w.compute("x", always)])],
+        )
+    )
     emit("order.placed", {})
     work()
     run = only_run("dead")
-    assert run_events(run.run_id)[-1].payload["wakeAt"] == (clock.now() + timedelta(seconds=10)).isoformat()
+    assert (
+        run_events(run.run_id)[-1].payload["wakeAt"]
+        == (clock.now() + timedelta(seconds=10)).isoformat()
+    )
     sweep_after(clock, 11)
     assert types(run.run_id) == ["run-started", "retry.scheduled", "step.resumed", "run-failed"]
     assert run_events(run.run_id)[-1].payload == {
@@ -384,7 +410,9 @@ def test_trigger_event_gone_fails_the_resume(wf, work, clock):
 def test_awaited_event_gone_fails_the_resume(wf, work, clock):
     wf(
         w.workflow(
-            "verify", on="member.joined", awaits={"v": "member.confirmed"},
+            "verify",
+            on="member.joined",
+            awaits={"v": "member.confirmed"},
             steps=[w.wait_for_event("got", event="v", timeout="P1D"), w.ret(1)],
         )
     )
@@ -448,13 +476,25 @@ def test_branch_for_each_append_event_and_call(wf, work):
             "combo",
             on="order.placed",
             steps=[
-                w.for_each("each", over=lambda c: c.trigger.payload["items"], as_="item",
-                           do=[w.compute("sq", lambda c: c["item"] ** 2)]),
-                w.branch("big", if_=lambda c: sum(c["each"]) > 10,
-                         then=[w.compute("verdict", lambda c: "big")],
-                         else_=[w.compute("verdict2", lambda c: "small")]),
-                w.append_event("note", "order", lambda c: c.trigger.aggregate_id, "order.noted",
-                               lambda c: {"sum": sum(c["each"])}),
+                w.for_each(
+                    "each",
+                    over=lambda c: c.trigger.payload["items"],
+                    as_="item",
+                    do=[w.compute("sq", lambda c: c["item"] ** 2)],
+                ),
+                w.branch(
+                    "big",
+                    if_=lambda c: sum(c["each"]) > 10,
+                    then=[w.compute("verdict", lambda c: "big")],
+                    else_=[w.compute("verdict2", lambda c: "small")],
+                ),
+                w.append_event(
+                    "note",
+                    "order",
+                    lambda c: c.trigger.aggregate_id,
+                    "order.noted",
+                    lambda c: {"sum": sum(c["each"])},
+                ),
                 w.call("handled", "test:write:note", lambda c: {"x": c["big"]}),
             ],
         )
@@ -479,9 +519,18 @@ def test_send_mail_step(wf, work, monkeypatch):
     import webapp.mail
 
     sent = []
-    monkeypatch.setattr(webapp.mail, "send", lambda to, subject, body, **k: sent.append((to, subject, body)))
-    wf(w.workflow("mailer", on="order.placed",
-                  steps=[w.send_mail("m", to=lambda c: c.trigger.payload["to"], subject="Hi", body="Body")]))
+    monkeypatch.setattr(
+        webapp.mail, "send", lambda to, subject, body, **k: sent.append((to, subject, body))
+    )
+    wf(
+        w.workflow(
+            "mailer",
+            on="order.placed",
+            steps=[
+                w.send_mail("m", to=lambda c: c.trigger.payload["to"], subject="Hi", body="Body")
+            ],
+        )
+    )
     emit("order.placed", {"to": "a@example.com"})
     work()
     assert sent == [("a@example.com", "Hi", "Body")]
@@ -530,4 +579,6 @@ def test_fingerprint_covers_function_source():
     assert a.fingerprint != b.fingerprint
     assert a.fingerprint == c.fingerprint
     assert len(a.fingerprint) == 64
-    assert make(one).fingerprint != w.workflow("fp", on="b", steps=[w.compute("c", one)]).fingerprint
+    assert (
+        make(one).fingerprint != w.workflow("fp", on="b", steps=[w.compute("c", one)]).fingerprint
+    )

@@ -1,0 +1,61 @@
+"""A workflow for the crash test, loaded by a real worker subprocess too."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from webapp.workflows import api as w
+from webapp.workflows import engine
+
+
+def _mark(ctx: engine.RunContext, what: str) -> None:
+    with open(os.environ["CRASH_MARKS"], "a") as fh:
+        fh.write(f"{ctx.run_id}:{what}\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def step_a(ctx: engine.RunContext) -> str:
+    _mark(ctx, "a")
+    return "a"
+
+
+def step_b(ctx: engine.RunContext) -> str:
+    _mark(ctx, "b-start")
+    if Path(os.environ["CRASH_MARKS"] + ".hang").exists():
+        time.sleep(60)  # the test SIGKILLs the worker here
+    _mark(ctx, "b")
+    return "b"
+
+
+def step_c(ctx: engine.RunContext) -> str:
+    _mark(ctx, "c")
+    return "c"
+
+
+CRASH = w.workflow(
+    "crash-test",
+    on="crash.requested",
+    steps=[
+        w.compute("a", step_a),
+        w.compute("b", step_b),
+        w.wait("nap", timedelta(0)),
+        w.compute("c", step_c),
+        w.ret("done"),
+    ],
+)
+
+
+def main() -> None:
+    """Worker entry for the subprocess: register the workflow, short lease, run."""
+    from webapp.workflows import registry
+    from worker.run_worker import main as run_worker
+    from worker.tasks import _worker_app
+
+    engine.LEASE = timedelta(seconds=2)
+    _worker_app()
+    registry.register(CRASH)
+    run_worker()

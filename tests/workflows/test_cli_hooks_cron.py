@@ -1,0 +1,132 @@
+"""Operator CLI, webhook triggers (HMAC), cron triggers (one run per tick)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.workflows.conftest import emit, only_run, runs, types
+from webapp.workflows import api as w
+from webapp.workflows import trigger
+from webapp.workflows.views import sign
+
+
+@pytest.fixture
+def cli(app):
+    return app.test_cli_runner()
+
+
+def test_cli_runs_show_cancel_retry_stuck(wf, work, clock, cli):
+    wf(w.workflow("cli-wf", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
+    emit("order.placed", {})
+    work()
+    run = only_run("cli-wf")
+    out = cli.invoke(args=["workflows", "runs", "--status", "suspended"]).output
+    assert run.run_id in out and "suspended" in out
+    assert "no runs" in cli.invoke(args=["workflows", "runs", "--status", "failed"]).output
+    assert run.run_id in cli.invoke(args=["workflows", "runs", "--workflow", "cli-wf"]).output
+    show = cli.invoke(args=["workflows", "show", run.run_id]).output
+    assert (
+        "workflow.run-started" in show
+        and "workflow.step.waiting" in show
+        and "pending step 0" in show
+    )
+    assert "no stuck runs" in cli.invoke(args=["workflows", "stuck"]).output
+    clock.advance(timedelta(minutes=7))
+    assert run.run_id in cli.invoke(args=["workflows", "stuck"]).output
+    res = cli.invoke(args=["workflows", "cancel", run.run_id])
+    assert res.exit_code == 0 and "cancelled" in res.output
+    again = cli.invoke(args=["workflows", "cancel", run.run_id])
+    assert again.exit_code != 0 and "already cancelled" in again.output
+    bad = cli.invoke(args=["workflows", "retry", run.run_id])
+    assert bad.exit_code != 0 and "only failed runs" in bad.output
+    assert (
+        "no run"
+        in cli.invoke(args=["workflows", "show", "00000000-0000-0000-0000-000000000000"]).output
+    )
+
+
+@pytest.fixture
+def hook_app(make_config, redis):
+    from tests.conftest import _clean_database
+    from webapp import create_app
+
+    application = create_app(make_config(secrets={"incoming": "s3cret"}, webhook_max_body=2048))
+    _clean_database()
+    with application.app_context():
+        yield application
+    _clean_database()
+
+
+def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):
+    from rq import SimpleWorker
+
+    from webapp.eventstore import projections
+    from webapp.workflows import registry
+
+    d = w.workflow(
+        "hooked", webhook="incoming", steps=[w.ret(lambda c: c.trigger.payload["body"]["x"])]
+    )
+    registry.register(d)
+    projections.ensure_cursors()
+    try:
+        client = hook_app.test_client()
+        body = json.dumps({"x": 7}).encode()
+        r = client.post("/hooks/incoming", data=body)
+        assert r.status_code == 401 and "signature" in r.get_json()["error"]
+        r = client.post("/hooks/incoming", data=body, headers={"X-Signature-256": "sha256=00"})
+        assert r.status_code == 401
+        r = client.post(
+            "/hooks/incoming",
+            data=b"not json",
+            headers={"X-Signature-256": sign("s3cret", b"not json")},
+        )
+        assert r.status_code == 400 and r.get_json() == {"error": "body must be JSON"}
+        big = b'{"x": "' + b"a" * 4000 + b'"}'
+        r = client.post(
+            "/hooks/incoming", data=big, headers={"X-Signature-256": sign("s3cret", big)}
+        )
+        assert r.status_code == 413 and "too large" in r.get_json()["error"]
+        assert client.post("/hooks/nowhere", data=body).status_code == 404
+        SimpleWorker(["default"], connection=redis).work(burst=True)
+        assert runs("hooked") == []
+        r = client.post(
+            "/hooks/incoming", data=body, headers={"X-Signature-256": sign("s3cret", body)}
+        )
+        assert r.status_code == 202
+        SimpleWorker(["default"], connection=redis).work(burst=True)
+        run = only_run("hooked")
+        assert run.status == "completed" and run.results["return"] == 7
+        assert run.trigger_event_type == "workflow.webhook-received"
+    finally:
+        registry.unregister("hooked")
+
+
+def test_cron_workflow_starts_one_run_per_tick(wf, work):
+    from webapp.jobs.registry import get_job
+
+    d = wf(
+        w.workflow("nightly", cron="0 3 * * *", steps=[w.ret(lambda c: c.trigger.payload["tick"])])
+    )
+    spec = get_job(trigger.cron_job_name(d))
+    assert spec.cron == "0 3 * * *" and spec.per_tenant
+    tick = datetime(2030, 1, 1, 3, 0, tzinfo=UTC)
+    spec.func("default", tick)
+    spec.func("default", tick)  # a second scheduler or a restart
+    spec.func("default", tick + timedelta(seconds=20))  # same minute
+    work()
+    run = only_run("nightly")
+    assert run.status == "completed" and run.results["return"] == tick.isoformat()
+    assert types(run.run_id) == ["run-started", "run-completed"]
+    spec.func("default", tick + timedelta(days=1))
+    work()
+    assert len(runs("nightly")) == 2
+
+
+def test_resume_due_runs_job_is_registered():
+    from webapp.jobs.registry import get_job
+
+    spec = get_job("resume-due-runs")
+    assert (spec.cron, spec.per_tenant, spec.concurrency) == ("* * * * *", True, "skip")
