@@ -79,6 +79,16 @@ def link_in(msg: Any, prefix: str) -> str:
     return match.group(1)
 
 
+@pytest.fixture(autouse=True)
+def _cursors(app: Flask) -> None:
+    """Create the async projections' cursors now, as the app does at start-up
+    (the database was cleaned after the app was created); otherwise the
+    verification workflow's trigger would start after this test's first events."""
+    from webapp.eventstore import projections
+
+    projections.ensure_cursors()
+
+
 class FreshGClient(FlaskClient):
     """The `app` fixture keeps one app context pushed, and Flask then reuses it
     (and its `g`) for every test request: Flask-Login's cached user and

@@ -14,3 +14,13 @@ def init_app(app: Flask) -> None:
     ratelimit.init_app(app)
     session.init_app(app)
     views.init_app(app)
+    _register_verification_workflow()
+
+
+def _register_verification_workflow() -> None:
+    """The verification mail is the workflow engine's job when the engine is there."""
+    try:
+        from webapp.accounts import verification_workflow
+    except ImportError:  # engine not installed: worker jobs send it (verification.py)
+        return
+    verification_workflow.register()

@@ -167,6 +167,13 @@ def _request_verification(conn: Connection, user_id: str) -> None:
         _enqueue_after_commit(conn, "send_verification", DEFAULT_TENANT, user_id)
 
 
+def address_version(conn: Connection, user: User) -> int:
+    """The version of the event that set the user's current address."""
+    setters = (ev.REGISTERED, ev.EMAIL_CHANGED, ev.EMAIL_CHANGE_REVERTED)
+    stream = read_stream(conn, _stream(user.tenant_id, user.id))
+    return max((e.version for e in stream if e.type in setters), default=0)
+
+
 def check_password(user: User, password: str) -> bool:
     return passwords.verify_password(hasher(), user.password_hash, password)
 
@@ -422,7 +429,17 @@ def verify_email(token: str) -> Outcome:
             user = _check_verify(conn, token)
             tokens.spend(conn, token, user.tenant_id, user.id)
             _append(
-                conn, user, NewEvent(ev.EMAIL_VERIFIED, {"email": _seal(conn, user, user.email)})
+                conn,
+                user,
+                NewEvent(
+                    ev.EMAIL_VERIFIED,
+                    {
+                        "email": _seal(conn, user, user.email),
+                        # ids only, so a waiting workflow can match user + address
+                        "user_id": user.id,
+                        "address_version": address_version(conn, user),
+                    },
+                ),
             )
     except tokens.TokenError as e:
         return Outcome.error(f"verify.errors.{e.reason}")

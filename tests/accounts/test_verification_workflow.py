@@ -1,0 +1,94 @@
+"""The email-verification workflow on the workflow engine: send with retry,
+wait 24 h for the matching `user.email-verified`, one reminder on timeout."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from tests.accounts.conftest import PASSWORD, body, csrf_token, link_in, mails, post, register
+from webapp import db
+from webapp.accounts import verification
+from webapp.workflows.resume import resume_due_runs
+from webapp.workflows.tables import workflow_runs
+
+
+def _runs(name: str) -> list[Any]:
+    with db.reading() as conn:
+        return list(
+            conn.execute(select(workflow_runs).where(workflow_runs.c.workflow_name == name))
+        )
+
+
+def _verification_mails(app: Any, to: str) -> list[Any]:
+    return [m for m in mails(app) if m["To"] == to and "/verify-email/" in body(m)]
+
+
+def _tick(clock: Any, work: Any, delta: timedelta) -> None:
+    clock.advance(delta)
+    resume_due_runs("default", clock.now())
+    work()
+
+
+def test_the_workflow_sends_the_verification_mail(app: Any, client: Any, work: Any) -> None:
+    assert verification.handled_by_workflow()
+    register(client, "ada@example.com")
+    work()
+    assert len(_verification_mails(app, "ada@example.com")) == 1
+    assert len(_runs("email-verification-registered")) == 1
+
+
+def test_one_reminder_after_24_hours_without_verification(
+    app: Any, client: Any, work: Any, clock: Any
+) -> None:
+    register(client, "ada@example.com")
+    work()
+    _tick(clock, work, timedelta(hours=23))
+    assert len(_verification_mails(app, "ada@example.com")) == 1
+    _tick(clock, work, timedelta(hours=1, minutes=1))
+    sent = _verification_mails(app, "ada@example.com")
+    assert len(sent) == 2 and "a reminder" in body(sent[-1])
+    _tick(clock, work, timedelta(days=3))
+    assert len(_verification_mails(app, "ada@example.com")) == 2  # only one reminder
+
+
+def test_no_reminder_once_the_address_is_verified(
+    app: Any, client: Any, work: Any, clock: Any
+) -> None:
+    register(client, "ada@example.com")
+    work()
+    link = link_in(_verification_mails(app, "ada@example.com")[0], "/verify-email/")
+    assert client.post(link, data={"csrf_token": csrf_token(client)}).status_code == 200
+    work()  # the wake-up projection sees user.email-verified
+    _tick(clock, work, timedelta(seconds=1))
+    _tick(clock, work, timedelta(hours=25))
+    assert len(_verification_mails(app, "ada@example.com")) == 1
+
+
+def test_email_change_starts_a_run_for_the_new_address(
+    app: Any, client: Any, user: Any, work: Any
+) -> None:
+    work()
+    post(
+        client, "/profile/email", htmx=True, new_email="ada2@example.com", current_password=PASSWORD
+    )
+    work()
+    assert len(_verification_mails(app, "ada2@example.com")) == 1
+    assert len(_runs("email-verification-changed")) == 1
+
+
+def test_a_failed_send_is_retried(
+    app: Any, client: Any, work: Any, clock: Any, make_config: Any
+) -> None:
+    good = app.config["APP_CONFIG"]
+    app.config["APP_CONFIG"] = make_config(
+        mail_backend="smtp", smtp_host="127.0.0.1", smtp_port=1, smtp_timeout=1
+    )
+    register(client, "ada@example.com")
+    work()
+    assert _verification_mails(app, "ada@example.com") == []
+    app.config["APP_CONFIG"] = good
+    _tick(clock, work, timedelta(seconds=11))
+    assert len(_verification_mails(app, "ada@example.com")) == 1
