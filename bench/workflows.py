@@ -1,0 +1,431 @@
+"""Workflow runner benchmark: `python -m bench.workflows` (or `make bench`).
+
+Starts real RQ workers and an rq-scheduler as subprocesses against an embedded
+Redis (or BENCH_REDIS_URL) and a temporary SQLite database (or
+BENCH_DATABASE_URL: a scratch PostgreSQL database, its public schema is
+dropped), then measures:
+
+- runs_per_s: a 3-step workflow (compute -> wait 0 s -> return) end to end
+- rq_noop_jobs_per_s: no-op RQ jobs through the same workers (the baseline)
+- event_resume_ms: awaited event appended -> step.resumed, p50/p95/p99
+- timer_lateness_ms: a 5 s wait's step.resumed minus its wakeAt, p50/p95
+- backlog_10k_drain_s: 10,000 due runs in one tenant drained to completion
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from webapp.workflows import api as w
+from webapp.workflows import match
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
+RUNS = int(os.environ.get("BENCH_RUNS", "300"))
+NOOPS = int(os.environ.get("BENCH_NOOPS", "2000"))
+RESUMES = int(os.environ.get("BENCH_RESUMES", "60"))
+TIMERS = int(os.environ.get("BENCH_TIMERS", "40"))
+BACKLOG = int(os.environ.get("BENCH_BACKLOG", "10000"))
+
+THREE_STEP = w.workflow(
+    "bench-three-step",
+    on="bench.go",
+    steps=[
+        w.compute("x", lambda ctx: ctx.trigger.payload["i"] + 1),
+        w.wait("zero", timedelta(0)),
+        w.ret(lambda ctx: ctx["x"]),
+    ],
+)
+AWAIT = w.workflow(
+    "bench-await",
+    on="bench.await",
+    awaits={"ping": "bench.ping"},
+    steps=[
+        w.wait_for_event(
+            "ping",
+            event="ping",
+            timeout="PT10M",
+            match=lambda ctx: match.eq("i", ctx.trigger.payload["i"]),
+        ),
+        w.ret(1),
+    ],
+)
+TIMER = w.workflow(
+    "bench-timer", on="bench.timer", steps=[w.wait("five", timedelta(seconds=5)), w.ret(1)]
+)
+BACKLOG_WF = w.workflow(
+    "bench-backlog", on="bench.backlog", steps=[w.wait("due", "PT1M"), w.ret(1)]
+)
+ALL = (THREE_STEP, AWAIT, TIMER, BACKLOG_WF)
+
+
+def noop() -> None:
+    """The baseline job."""
+
+
+def register_all() -> None:
+    from webapp.workflows import registry
+
+    for wf in ALL:
+        registry.register(wf)
+
+
+def worker_main() -> None:
+    """Entry of a bench worker subprocess: the app, the bench workflows, the worker."""
+    from worker.run_worker import main
+    from worker.tasks import _worker_app
+
+    _worker_app()
+    register_all()
+    main()
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, round(p / 100 * (len(s) - 1))))
+    return round(s[k], 1)
+
+
+class Bench:
+    def __init__(self, db_url: str, redis_url: str, instance: Path) -> None:
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": db_url,
+            "REDIS_URL": redis_url,
+            "INSTANCE_PATH": str(instance),
+            "SECRET_KEY": "bench-secret-key-0123456789abcdef",
+            "LOG_LEVEL": "WARNING",
+            "PYTHONPATH": str(ROOT),
+        }
+        self.procs: list[subprocess.Popen[bytes]] = []
+        from webapp import create_app
+        from webapp.config import Config
+
+        cfg = Config.from_env(self.env)
+        self.app = create_app(cfg)
+        self.ctx = self.app.app_context()
+        self.ctx.push()
+        register_all()
+        from webapp.eventstore import projections
+
+        projections.ensure_cursors()
+
+    def start(self) -> None:
+        for _ in range(WORKERS):
+            self.procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-c",
+                        "from bench.workflows import worker_main; worker_main()",
+                    ],
+                    cwd=ROOT,
+                    env=self.env,
+                )
+            )
+        self.procs.append(
+            subprocess.Popen([sys.executable, "-m", "worker.run_scheduler"], cwd=ROOT, env=self.env)
+        )
+        time.sleep(2.0)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self.ctx.pop()
+
+    # -- helpers -------------------------------------------------------------
+    def emit(self, type_: str, payloads: list[dict[str, Any]]) -> list[Any]:
+        from webapp import db
+        from webapp.eventstore import ANY, NewEvent, StreamId, append
+
+        out = []
+        with db.transaction() as conn:
+            for i, p in enumerate(payloads):
+                out.extend(
+                    append(
+                        conn,
+                        StreamId("default", "bench", f"{type_}-{i}-{time.time_ns()}"),
+                        [NewEvent(type_, p)],
+                        ANY,
+                    )
+                )
+        return out
+
+    def count(self, name: str, status: str) -> int:
+        from sqlalchemy import func, select
+
+        from webapp import db
+        from webapp.workflows.tables import workflow_runs
+
+        with db.reading() as conn:
+            return int(
+                conn.execute(
+                    select(func.count())
+                    .select_from(workflow_runs)
+                    .where(workflow_runs.c.workflow_name == name, workflow_runs.c.status == status)
+                ).scalar_one()
+            )
+
+    def until(self, pred: Any, timeout: float = 240.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not pred():
+            if time.monotonic() > deadline:
+                raise TimeoutError("bench step did not finish in time")
+            time.sleep(0.05)
+
+    def events_of(self, type_: str) -> list[Any]:
+        from webapp import db
+        from webapp.eventstore import read_all
+
+        out: list[Any] = []
+        after = 0
+        with db.reading() as conn:
+            while True:
+                batch = read_all(conn, after, [type_], limit=5000)
+                out.extend(batch)
+                if len(batch) < 5000:
+                    return out
+                after = batch[-1].position
+
+    # -- measurements -----------------------------------------------------------
+    def runs_per_s(self) -> float:
+        t0 = time.perf_counter()
+        for start in range(0, RUNS, 100):
+            self.emit("bench.go", [{"i": i} for i in range(start, min(RUNS, start + 100))])
+        self.until(lambda: self.count(THREE_STEP.name, "completed") >= RUNS)
+        return RUNS / (time.perf_counter() - t0)
+
+    def noop_jobs_per_s(self) -> float:
+        from rq import Queue
+
+        from webapp.redis_conn import get_redis
+
+        q = Queue("default", connection=get_redis())
+        t0 = time.perf_counter()
+        jobs = [Queue.prepare_data("bench.workflows.noop", result_ttl=60) for _ in range(NOOPS)]
+        q.enqueue_many(jobs)
+        self.until(lambda: q.count == 0 and q.finished_job_registry.count >= NOOPS)
+        return NOOPS / (time.perf_counter() - t0)
+
+    def event_resume_ms(self) -> list[float]:
+        self.emit("bench.await", [{"i": i} for i in range(RESUMES)])
+        self.until(lambda: self.count(AWAIT.name, "suspended") >= RESUMES)
+        for i in range(RESUMES):
+            self.emit("bench.ping", [{"i": i}])
+            time.sleep(0.05)
+        self.until(lambda: self.count(AWAIT.name, "completed") >= RESUMES)
+        pings = {e.payload["i"]: e.recorded_at for e in self.events_of("bench.ping")}
+        runs = self._resumed_at(AWAIT.name)
+        from webapp import db
+        from webapp.eventstore import get_event
+
+        out = []
+        with db.reading() as conn:
+            for run_id, resumed_at in runs.items():
+                started = self._started(run_id)
+                trig = get_event(conn, started.payload["triggerEventRef"]["eventId"])
+                assert trig is not None
+                out.append((resumed_at - pings[trig.payload["i"]]).total_seconds() * 1000)
+        return out
+
+    def timer_lateness_ms(self) -> list[float]:
+        for _ in range(TIMERS):
+            self.emit("bench.timer", [{}])
+            time.sleep(0.05)
+        self.until(lambda: self.count(TIMER.name, "completed") >= TIMERS, timeout=120)
+        out = []
+        for run_id, resumed_at in self._resumed_at(TIMER.name).items():
+            waiting = [e for e in self._stream(run_id) if e.type == "workflow.step.waiting"][0]
+            out.append(
+                (resumed_at - datetime.fromisoformat(waiting.payload["wakeAt"])).total_seconds()
+                * 1000
+            )
+        return out
+
+    def backlog_drain_s(self) -> float:
+        from webapp import clock, db
+        from webapp.eventstore import NewEvent, StreamId, append
+        from webapp.workflows import events as ev
+
+        (trigger,) = self.emit("bench.backlog-trigger", [{}])
+        wake = (clock.now() - timedelta(seconds=5)).isoformat()
+        wf = BACKLOG_WF
+        for start in range(0, BACKLOG, 500):
+            with db.transaction() as conn:
+                for i in range(start, min(BACKLOG, start + 500)):
+                    run_id = ev.run_id_for(wf.name, f"backlog-{i}")
+                    append(
+                        conn,
+                        StreamId("default", ev.AGGREGATE_TYPE, run_id),
+                        [
+                            NewEvent(
+                                ev.RUN_STARTED,
+                                ev.run_started(
+                                    wf.name,
+                                    trigger.type,
+                                    trigger.ref,
+                                    wf.fingerprint,
+                                    f"backlog-{i}",
+                                ),
+                            ),
+                            NewEvent(
+                                ev.STEP_WAITING, ev.step_waiting(0, wake, wf.name, wf.fingerprint)
+                            ),
+                        ],
+                        0,
+                    )
+        from webapp.jobs import enqueue
+
+        t0 = time.perf_counter()
+        enqueue("worker.workflow_tasks.drain", "default")
+        self.until(lambda: self.count(wf.name, "completed") >= BACKLOG, timeout=600)
+        return time.perf_counter() - t0
+
+    def _stream(self, run_id: str) -> list[Any]:
+        from webapp import db
+        from webapp.eventstore import StreamId, read_stream
+        from webapp.workflows import events as ev
+
+        with db.reading() as conn:
+            return read_stream(conn, StreamId("default", ev.AGGREGATE_TYPE, run_id))
+
+    def _started(self, run_id: str) -> Any:
+        return self._stream(run_id)[0]
+
+    def _resumed_at(self, name: str) -> dict[str, datetime]:
+        from sqlalchemy import select
+
+        from webapp import db
+        from webapp.workflows.tables import workflow_runs
+
+        with db.reading() as conn:
+            ids = [
+                r.run_id
+                for r in conn.execute(
+                    select(workflow_runs.c.run_id).where(workflow_runs.c.workflow_name == name)
+                )
+            ]
+        out = {}
+        for rid in ids:
+            resumed = [e for e in self._stream(rid) if e.type == "workflow.step.resumed"]
+            if resumed:
+                out[rid] = resumed[0].recorded_at
+        return out
+
+
+def main() -> dict[str, Any]:
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-wf-")))
+        redis_url = os.environ.get("BENCH_REDIS_URL")
+        if not redis_url:
+            from webapp import embedded_redis
+
+            proc = embedded_redis.start(tmp / "redis.sock")
+            stack.callback(embedded_redis.stop, proc)
+            redis_url = embedded_redis.url_for(tmp / "redis.sock")
+        else:
+            from redis import Redis
+
+            Redis.from_url(redis_url).flushdb()
+        db_url = os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{tmp / 'bench.db'}"
+        if db_url.startswith("postgres"):
+            from sqlalchemy import create_engine, text
+
+            eng = create_engine(db_url)
+            with eng.begin() as conn:
+                conn.execute(text("DROP SCHEMA public CASCADE"))
+                conn.execute(text("CREATE SCHEMA public"))
+            eng.dispose()
+        from webapp.migrate import upgrade
+
+        upgrade(db_url)
+        bench = Bench(db_url, redis_url, tmp / "instance")
+        bench.start()
+        stack.callback(bench.stop)
+        runs = bench.runs_per_s()
+        noops = bench.noop_jobs_per_s()
+        resume = bench.event_resume_ms()
+        late = bench.timer_lateness_ms()
+        backlog = bench.backlog_drain_s() if BACKLOG else float("nan")
+        result = {
+            "backend": "postgresql" if db_url.startswith("postgres") else "sqlite",
+            "redis": "external" if os.environ.get("BENCH_REDIS_URL") else "embedded",
+            "workers": WORKERS,
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "runs_per_s": round(runs, 1),
+            "rq_noop_jobs_per_s": round(noops, 1),
+            "runs_to_noop_ratio": round(runs / noops, 3),
+            "event_resume_ms": {
+                "p50": pct(resume, 50),
+                "p95": pct(resume, 95),
+                "p99": pct(resume, 99),
+                "n": len(resume),
+            },
+            "timer_lateness_ms": {"p50": pct(late, 50), "p95": pct(late, 95), "n": len(late)},
+            "backlog_10k_drain_s": round(backlog, 1),
+            "backlog_runs": BACKLOG,
+            "targets": {
+                "event_resume_p95_ms": 1000,
+                "timer_lateness_p95_ms": 1500,
+                "backlog_10k_drain_s_postgresql": 60,
+            },
+        }
+    out = ROOT / "bench" / "results" / "workflows.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    existing: dict[str, Any] = {}
+    if out.exists():
+        try:
+            existing = json.loads(out.read_text())
+        except ValueError:
+            existing = {}
+    existing[result["backend"]] = result
+    out.write_text(json.dumps(existing, indent=2, sort_keys=True) + "\n")
+    print_table(result)
+    return result
+
+
+def print_table(r: dict[str, Any]) -> None:
+    rows = [
+        ("backend", r["backend"], ""),
+        ("runs_per_s (3-step)", r["runs_per_s"], ""),
+        ("rq_noop_jobs_per_s", r["rq_noop_jobs_per_s"], ""),
+        ("ratio runs / noop jobs", r["runs_to_noop_ratio"], ""),
+        (
+            "event_resume_ms p50/p95/p99",
+            f"{r['event_resume_ms']['p50']}/{r['event_resume_ms']['p95']}/{r['event_resume_ms']['p99']}",
+            "p95 <= 1000",
+        ),
+        (
+            "timer_lateness_ms p50/p95",
+            f"{r['timer_lateness_ms']['p50']}/{r['timer_lateness_ms']['p95']}",
+            "p95 <= 1500",
+        ),
+        ("backlog_10k_drain_s", r["backlog_10k_drain_s"], "<= 60 (PostgreSQL)"),
+    ]
+    for name, value, target in rows:
+        print(f"{name:<30} {value!s:>20}   {target}")
+    _ = statistics
+
+
+if __name__ == "__main__":
+    main()
