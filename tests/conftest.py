@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from flask.testing import FlaskClient
 from redis import Redis
 from sqlalchemy import create_engine, text
 
@@ -107,6 +108,7 @@ def make_config(database_url: str, redis_url: str, tmp_path: Path) -> Any:
 @pytest.fixture
 def app(make_config: Any, redis: Redis) -> Iterator[Flask]:
     application = create_app(make_config())
+    application.test_client_class = FreshGClient
     _clean_database()
     projections.ensure_cursors()  # as create_app does on a fresh database
     with application.app_context():
@@ -121,8 +123,21 @@ def redis(redis_url: str) -> Redis:
     return r
 
 
+class FreshGClient(FlaskClient):
+    """The `app` fixture keeps one app context pushed, and Flask then reuses it
+    (and its `g`) for every test request: Flask-Login's cached user and
+    Flask-WTF's cached token would leak from one request into the next. A real
+    server gives each request a fresh `g`; so does this client."""
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        from flask import g
+
+        g.__dict__.clear()
+        return super().open(*args, **kwargs)
+
+
 @pytest.fixture
-def client(app: Flask) -> Any:
+def client(app: Flask) -> FlaskClient:
     return app.test_client()
 
 

@@ -79,35 +79,6 @@ def link_in(msg: Any, prefix: str) -> str:
     return match.group(1)
 
 
-@pytest.fixture(autouse=True)
-def _cursors(app: Flask) -> None:
-    """Create the async projections' cursors now, as the app does at start-up
-    (the database was cleaned after the app was created); otherwise the
-    verification workflow's trigger would start after this test's first events."""
-    from webapp.eventstore import projections
-
-    projections.ensure_cursors()
-
-
-class FreshGClient(FlaskClient):
-    """The `app` fixture keeps one app context pushed, and Flask then reuses it
-    (and its `g`) for every test request: Flask-Login's cached user and
-    Flask-WTF's cached token would leak from one request into the next. A real
-    server gives each request a fresh `g`; so does this client."""
-
-    def open(self, *args: Any, **kwargs: Any) -> Any:
-        from flask import g
-
-        g.__dict__.clear()
-        return super().open(*args, **kwargs)
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    app.test_client_class = FreshGClient
-    return app.test_client()
-
-
 @pytest.fixture
 def user(app: Flask, client: FlaskClient) -> Any:
     """A registered (unverified) user, signed in with `client`."""
@@ -118,5 +89,4 @@ def user(app: Flask, client: FlaskClient) -> Any:
 
 @pytest.fixture
 def other_client(app: Flask) -> FlaskClient:
-    app.test_client_class = FreshGClient
     return app.test_client()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from werkzeug.serving import make_server
 
-from tests.accounts.conftest import _cursors, make_config  # noqa: F401  (fixtures)
+from tests.accounts.conftest import make_config  # noqa: F401  (fixture)
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
