@@ -280,10 +280,17 @@ def drain_batch(tenant_id: str, limit: int = BATCH) -> int:
     return len(rows)
 
 
-def drain(tenant_id: str, helpers: bool = True) -> int:
+DRAIN_BUDGET_S = 60.0  # well under the RQ job timeout; a continuation job takes over
+
+
+def drain(tenant_id: str, helpers: bool = True, budget_s: float = DRAIN_BUDGET_S) -> int:
     """Drain due rows, continuing at once while a batch was full; a full batch
-    also asks for a helper drain so other workers share a backlog."""
+    also asks for a helper drain so other workers share a backlog. After
+    `budget_s` a still-full backlog is handed to a fresh drain job."""
+    import time
+
     total = 0
+    deadline = time.monotonic() + budget_s
     while True:
         n = drain_batch(tenant_id)
         total += n
@@ -291,6 +298,11 @@ def drain(tenant_id: str, helpers: bool = True) -> int:
             return total
         if helpers:
             _request_helper(tenant_id)
+        if time.monotonic() > deadline:
+            from webapp.jobs import enqueue
+
+            enqueue(DRAIN_FUNC, tenant_id)
+            return total
 
 
 def _request_helper(tenant_id: str) -> None:
