@@ -148,3 +148,29 @@ def test_concurrent_writers_get_gap_free_positions_and_a_tailing_reader_sees_eac
     assert positions == list(range(1, total + 1))
     # The reader tailed while writers committed: it saw every event exactly once, in order.
     assert seen == list(range(1, total + 1))
+
+
+def test_append_many_appends_to_several_streams_with_consecutive_positions(app):
+    from webapp.eventstore import append_many
+
+    a, b = stream(), stream()
+    with db.transaction() as conn:
+        append(conn, a, [NewEvent("x")], 0)
+        out = append_many(conn, [(a, [NewEvent("y")], 1), (b, [NewEvent("z"), NewEvent("w")], 0)])
+    assert [[(e.version, e.position) for e in evs] for evs in out] == [[(2, 2)], [(1, 3), (2, 4)]]
+    with db.reading() as conn:
+        assert [e.type for e in read_stream(conn, a)] == ["x", "y"]
+        assert [e.type for e in read_stream(conn, b)] == ["z", "w"]
+
+
+def test_append_many_is_all_or_nothing_on_a_version_conflict(app):
+    from webapp.eventstore import append_many
+
+    a, b = stream(), stream()
+    with db.transaction() as conn:
+        append(conn, a, [NewEvent("x")], 0)
+    with pytest.raises(VersionConflict), db.transaction() as conn:
+        append_many(conn, [(b, [NewEvent("y")], 0), (a, [NewEvent("y")], 0)])
+    with db.reading() as conn:
+        assert read_stream(conn, b) == []
+        assert [e.position for e in read_all(conn)] == [1]

@@ -120,25 +120,39 @@ def append(
     """Append events to one stream inside the caller's transaction.
 
     `expected_version` is the stream's current version (0 for a new stream), or ANY.
-    Raises VersionConflict when another writer got there first.
+    Raises VersionConflict when another writer got there first. On PostgreSQL a
+    conflict found by the unique constraint aborts the transaction: a caller that
+    wants to carry on after a conflict wraps the append in `conn.begin_nested()`.
     """
     if not new_events:
         return []
-    if expected_version != ANY:
-        # Cheap early check before taking the global lock; the unique
-        # constraint below is what makes it race-free.
-        current = stream_version(conn, stream)
-        if current != expected_version:
-            raise VersionConflict(stream, expected_version, current)
-    last = conn.execute(
+    # One round trip takes the append lock (the counter row) and reads the
+    # stream's version. Under READ COMMITTED the version may be read from a
+    # snapshot older than the lock; then a concurrent append at our version
+    # surfaces below as a unique violation, i.e. as the same VersionConflict.
+    current_version = (
+        select(func.coalesce(func.max(events.c.version), 0))
+        .where(
+            events.c.tenant_id == stream.tenant_id,
+            events.c.aggregate_type == stream.aggregate_type,
+            events.c.aggregate_id == stream.aggregate_id,
+        )
+        .scalar_subquery()
+    )
+    last, current = conn.execute(
         update(event_counter)
         .where(event_counter.c.id == 1)
         .values(last_position=event_counter.c.last_position + len(new_events))
-        .returning(event_counter.c.last_position)
-    ).scalar_one()
+        .returning(event_counter.c.last_position, current_version)
+    ).one()
+    if expected_version == ANY:
+        # A fresh statement sees everything committed before we took the lock.
+        base = stream_version(conn, stream)
+    elif int(current) != expected_version:
+        raise VersionConflict(stream, expected_version, int(current))
+    else:
+        base = expected_version
     first_position = int(last) - len(new_events) + 1
-    # With ANY, reading the version is safe here: we hold the append lock.
-    base = stream_version(conn, stream) if expected_version == ANY else expected_version
     recorded_at = clock.now()
     metadata = (meta or Metadata()).as_dict()
     out = [
@@ -157,14 +171,86 @@ def append(
         for i, e in enumerate(new_events)
     ]
     try:
-        with conn.begin_nested():
-            conn.execute(events.insert(), [_row(e) for e in out])
+        conn.execute(events.insert(), [_row(e) for e in out])
     except IntegrityError as exc:
         raise VersionConflict(stream, expected_version) from exc
     conn.info["events_appended"] = conn.info.get("events_appended", 0) + len(out)
     for e in out:
         for handler in _inline.get(e.type, ()):
             handler(conn, e)
+    return out
+
+
+def append_many(
+    conn: Connection,
+    batch: Sequence[tuple[StreamId, Sequence[NewEvent], int]],
+    meta: Metadata | None = None,
+) -> list[list[Event]]:
+    """Append to many streams at once: one version read, one counter bump, one
+    insert. All or nothing: the first stream whose expected version does not
+    hold raises VersionConflict (ANY is not accepted here)."""
+    batch = [(s, evs, v) for s, evs, v in batch if evs]
+    if not batch:
+        return []
+    if any(v == ANY for _, _, v in batch):
+        raise ValueError("append_many needs an expected version for every stream")
+    total = sum(len(evs) for _, evs, _ in batch)
+    last = conn.execute(
+        update(event_counter)
+        .where(event_counter.c.id == 1)
+        .values(last_position=event_counter.c.last_position + total)
+        .returning(event_counter.c.last_position)
+    ).scalar_one()
+    versions: dict[tuple[str, str, str], int] = {}
+    for chunk_start in range(0, len(batch), 500):
+        chunk = batch[chunk_start : chunk_start + 500]
+        rows = conn.execute(
+            select(
+                events.c.tenant_id,
+                events.c.aggregate_type,
+                events.c.aggregate_id,
+                func.max(events.c.version),
+            )
+            .where(events.c.aggregate_id.in_({s.aggregate_id for s, _, _ in chunk}))
+            .group_by(events.c.tenant_id, events.c.aggregate_type, events.c.aggregate_id)
+        )
+        versions.update({(r[0], r[1], r[2]): int(r[3]) for r in rows})
+    for stream, _, expected in batch:
+        actual = versions.get((stream.tenant_id, stream.aggregate_type, stream.aggregate_id), 0)
+        if actual != expected:
+            raise VersionConflict(stream, expected, actual)
+    position = int(last) - total
+    recorded_at = clock.now()
+    metadata = (meta or Metadata()).as_dict()
+    out: list[list[Event]] = []
+    for stream, new_events, expected in batch:
+        stream_events = []
+        for i, e in enumerate(new_events):
+            position += 1
+            stream_events.append(
+                Event(
+                    id=str(uuid.uuid4()),
+                    tenant_id=stream.tenant_id,
+                    aggregate_type=stream.aggregate_type,
+                    aggregate_id=stream.aggregate_id,
+                    version=expected + i + 1,
+                    type=e.type,
+                    payload=e.payload,
+                    metadata=metadata,
+                    recorded_at=recorded_at,
+                    position=position,
+                )
+            )
+        out.append(stream_events)
+    flat = [e for stream_events in out for e in stream_events]
+    try:
+        conn.execute(events.insert(), [_row(e) for e in flat])
+    except IntegrityError as exc:
+        raise VersionConflict(batch[0][0], batch[0][2]) from exc
+    conn.info["events_appended"] = conn.info.get("events_appended", 0) + len(flat)
+    for appended in flat:
+        for handler in _inline.get(appended.type, ()):
+            handler(conn, appended)
     return out
 
 
