@@ -153,31 +153,8 @@ def append(
     else:
         base = expected_version
     first_position = int(last) - len(new_events) + 1
-    recorded_at = clock.now()
-    metadata = (meta or Metadata()).as_dict()
-    out = [
-        Event(
-            id=str(uuid.uuid4()),
-            tenant_id=stream.tenant_id,
-            aggregate_type=stream.aggregate_type,
-            aggregate_id=stream.aggregate_id,
-            version=base + i + 1,
-            type=e.type,
-            payload=e.payload,
-            metadata=metadata,
-            recorded_at=recorded_at,
-            position=first_position + i,
-        )
-        for i, e in enumerate(new_events)
-    ]
-    try:
-        conn.execute(events.insert(), [_row(e) for e in out])
-    except IntegrityError as exc:
-        raise VersionConflict(stream, expected_version) from exc
-    conn.info["events_appended"] = conn.info.get("events_appended", 0) + len(out)
-    for e in out:
-        for handler in _inline.get(e.type, ()):
-            handler(conn, e)
+    out = _build(stream, new_events, base, first_position, meta)
+    _store(conn, out, stream, expected_version)
     return out
 
 
@@ -219,39 +196,51 @@ def append_many(
         actual = versions.get((stream.tenant_id, stream.aggregate_type, stream.aggregate_id), 0)
         if actual != expected:
             raise VersionConflict(stream, expected, actual)
-    position = int(last) - total
+    out: list[list[Event]] = []
+    position = int(last) - total + 1
+    for stream, new_events, expected in batch:
+        out.append(_build(stream, new_events, expected, position, meta))
+        position += len(new_events)
+    _store(conn, [e for stream_events in out for e in stream_events], batch[0][0], batch[0][2])
+    return out
+
+
+def _build(
+    stream: StreamId,
+    new_events: Sequence[NewEvent],
+    base_version: int,
+    first_position: int,
+    meta: Metadata | None,
+) -> list[Event]:
     recorded_at = clock.now()
     metadata = (meta or Metadata()).as_dict()
-    out: list[list[Event]] = []
-    for stream, new_events, expected in batch:
-        stream_events = []
-        for i, e in enumerate(new_events):
-            position += 1
-            stream_events.append(
-                Event(
-                    id=str(uuid.uuid4()),
-                    tenant_id=stream.tenant_id,
-                    aggregate_type=stream.aggregate_type,
-                    aggregate_id=stream.aggregate_id,
-                    version=expected + i + 1,
-                    type=e.type,
-                    payload=e.payload,
-                    metadata=metadata,
-                    recorded_at=recorded_at,
-                    position=position,
-                )
-            )
-        out.append(stream_events)
-    flat = [e for stream_events in out for e in stream_events]
+    return [
+        Event(
+            id=str(uuid.uuid4()),
+            tenant_id=stream.tenant_id,
+            aggregate_type=stream.aggregate_type,
+            aggregate_id=stream.aggregate_id,
+            version=base_version + i + 1,
+            type=e.type,
+            payload=e.payload,
+            metadata=metadata,
+            recorded_at=recorded_at,
+            position=first_position + i,
+        )
+        for i, e in enumerate(new_events)
+    ]
+
+
+def _store(conn: Connection, out: list[Event], stream: StreamId, expected_version: int) -> None:
+    """Insert built events, then run the inline projections of each."""
     try:
-        conn.execute(events.insert(), [_row(e) for e in flat])
+        conn.execute(events.insert(), [_row(e) for e in out])
     except IntegrityError as exc:
-        raise VersionConflict(batch[0][0], batch[0][2]) from exc
-    conn.info["events_appended"] = conn.info.get("events_appended", 0) + len(flat)
-    for appended in flat:
-        for handler in _inline.get(appended.type, ()):
-            handler(conn, appended)
-    return out
+        raise VersionConflict(stream, expected_version) from exc
+    conn.info["events_appended"] = conn.info.get("events_appended", 0) + len(out)
+    for e in out:
+        for handler in _inline.get(e.type, ()):
+            handler(conn, e)
 
 
 def _row(e: Event) -> dict[str, Any]:
