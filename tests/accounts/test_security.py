@@ -115,3 +115,22 @@ def test_htmx_request_without_a_session_is_sent_to_login(client: Any) -> None:
         "/profile/sessions", headers={"HX-Request": "true", "X-CSRFToken": csrf_token(client)}
     )
     assert r.status_code == 401 and r.headers["HX-Redirect"].startswith("/login?next=")
+
+
+def test_sign_in_works_and_stays_limited_while_the_rate_limit_redis_is_down(
+    make_config: Any, tmp_path: Any
+) -> None:
+    """Redis down must not fail a request: limits fall back to this process."""
+    from tests.conftest import FreshGClient
+    from webapp import create_app
+
+    dead = f"redis+unix://{tmp_path / 'nobody-listens.sock'}"
+    app = create_app(make_config(ratelimit_storage=dead))
+    app.test_client_class = FreshGClient
+    with app.app_context():
+        c = app.test_client()
+        assert register(c, "ada@example.com").status_code == 200
+        for _ in range(5):
+            assert login(c, "ada@example.com", "wrong wrong wrong").status_code == 422
+        assert login(c, "ada@example.com").status_code == 429
+        assert login(app.test_client(), "bob@example.com", "wrong wrong wrong").status_code == 422

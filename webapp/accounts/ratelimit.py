@@ -8,12 +8,18 @@ the form it came from (429 with a banner), not a generic error page.
 
 from __future__ import annotations
 
+import logging
+
 from flask import Flask, current_app, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from limits import parse
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
 
 from webapp.config import Config
+
+log = logging.getLogger(__name__)
 
 # name -> (limit, what it protects)
 LIMITS = {
@@ -45,20 +51,34 @@ def init_app(app: Flask) -> None:
         headers_enabled=False,
     )
     app.extensions["accounts.limiter"] = limiter
+    # While the shared storage (Redis) is unreachable, limits are counted in
+    # this process instead: sign-in keeps working and keeps being limited.
+    app.extensions["accounts.limiter_fallback"] = MovingWindowRateLimiter(MemoryStorage())
 
 
-def _strategy():  # type: ignore[no-untyped-def]
-    return current_app.extensions["accounts.limiter"].limiter
+def _check(method: str, name: str, key: str) -> bool:
+    limit = parse(LIMITS[name])
+    try:
+        return bool(
+            getattr(current_app.extensions["accounts.limiter"].limiter, method)(limit, name, key)
+        )
+    except Exception as exc:  # storage down: never fail the request because of it
+        log.warning(
+            "rate-limit storage unreachable; counting in this process",
+            extra={"limit": name, "error_class": type(exc).__name__},
+        )
+        fallback = current_app.extensions["accounts.limiter_fallback"]
+        return bool(getattr(fallback, method)(limit, name, key))
 
 
 def hit(name: str, key: str) -> bool:
     """Count one attempt; False when the limit is already used up."""
-    return bool(_strategy().hit(parse(LIMITS[name]), name, key))
+    return _check("hit", name, key)
 
 
 def allowed(name: str, key: str) -> bool:
     """Whether one more attempt would be allowed, without counting it."""
-    return bool(_strategy().test(parse(LIMITS[name]), name, key))
+    return _check("test", name, key)
 
 
 def client_ip() -> str:
