@@ -2,6 +2,10 @@
 // 1. The password form checks "new" against "confirm" before sending anything.
 // 2. A section answered with 500 (unexpected failure) is still swapped in, so
 //    its "Something went wrong" banner shows; other 5xx answers are not.
+// 3. Keyboard focus survives a section swap. The form's controls are disabled
+//    while it submits (which drops focus to <body>) and then replaced, so focus
+//    goes to the first field the answer marks invalid, else back to the control
+//    that had it (same id), else to the section's first button.
 (function () {
   "use strict";
 
@@ -28,6 +32,31 @@
     } else if (confirm) {
       confirm.removeAttribute("aria-invalid");
     }
+  });
+
+  var refocus = null; // {section: id, control: id} of the submission in flight
+
+  document.addEventListener("htmx:beforeRequest", function (evt) {
+    var form = evt.detail.elt;
+    var active = document.activeElement;
+    var section = form && form.closest ? form.closest("section[id]") : null;
+    refocus =
+      !evt.defaultPrevented && section && active && form.contains(active)
+        ? { section: section.id, control: active.id || "" }
+        : null;
+  });
+
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!refocus) return;
+    var section = document.getElementById(refocus.section);
+    if (!section || section.contains(document.activeElement)) return;
+    var control = refocus.control && document.getElementById(refocus.control);
+    var target =
+      section.querySelector("[aria-invalid=true]") ||
+      (control && section.contains(control) ? control : null) ||
+      section.querySelector("button:not([disabled])");
+    refocus = null;
+    if (target) target.focus();
   });
 
   document.addEventListener("htmx:beforeSwap", function (evt) {

@@ -330,3 +330,67 @@ def test_inputs_are_disabled_and_indicator_shown_while_submitting(page: Any, ser
     expect(account.get_by_text(flows.WORKING)).to_have_css("opacity", "1")
     held.pop().continue_()
     banner(account, "status", "All other sessions have been signed out.")
+
+
+# -- unexpected failure, keyboard -------------------------------------------------------
+
+
+def test_unexpected_failure_shows_the_generic_banner_in_the_section(
+    page: Any, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webapp.accounts import service
+
+    def broken(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("boom")
+
+    flows.register_and_sign_in(page, server)
+    monkeypatch.setattr(service, "change_email", broken)
+    page.get_by_label("New password", exact=True).fill("typed elsewhere")
+    em = section(page, "Change email")
+    em.get_by_label("New email").fill("ada.new@example.com")
+    em.get_by_label("Current password", exact=True).fill(PASSWORD)
+    with page.expect_response(f"{server}/profile/email") as answer:
+        em.get_by_role("button", name="Change email").click()
+    assert answer.value.status == 500
+    # static/app.js lets htmx swap the section's 500 answer, so the person sees why.
+    banner(em, "alert", "Something went wrong. Please try again.")
+    expect(em.get_by_label("New email")).to_be_enabled()
+    assert page.get_by_label("New password", exact=True).input_value() == "typed elsewhere"
+    expect(flows.current_email_line(page)).to_contain_text("ada@example.com")
+
+
+def test_keyboard_only_use_keeps_focus_through_the_swaps(page: Any, server: str) -> None:
+    flows.register_and_sign_in(page, server)
+    em = section(page, "Change email")
+    em.get_by_label("New email").focus()
+    page.keyboard.type("ada.keys@example.com")
+    page.keyboard.press("Tab")
+    expect(em.get_by_label("Current password", exact=True)).to_be_focused()
+    page.keyboard.type("not my password at all")
+    page.keyboard.press("Tab")
+    button = em.get_by_role("button", name="Change email")
+    expect(button).to_be_focused()
+    outline = button.evaluate("el => getComputedStyle(el).outlineStyle")
+    assert outline != "none", "keyboard focus must be visible"
+
+    # An error brings focus to the field to correct, as the browser's own checks do.
+    page.keyboard.press("Enter")
+    banner(em, "alert", "The current password is not correct.")
+    expect(em.get_by_label("Current password", exact=True)).to_be_focused()
+    page.keyboard.type(PASSWORD)
+    page.keyboard.press("Enter")  # Enter in a field submits its form
+    banner(em, "status", "Your email address has been changed.")
+    expect(flows.current_email_line(page)).to_contain_text("ada.keys@example.com")
+    # Success: focus goes back to where it was (the field, re-rendered and empty).
+    expect(em.get_by_label("Current password", exact=True)).to_be_focused()
+
+    # When the control is gone (Delete account becomes Cancel deletion), the next one.
+    danger = section(page, "Danger zone")
+    danger.get_by_label("Current password", exact=True).focus()
+    page.keyboard.type(PASSWORD)
+    page.keyboard.press("Enter")
+    banner(danger, "status", "Your account will be deleted on")
+    expect(danger.get_by_role("button", name="Cancel deletion")).to_be_focused()
+    page.keyboard.press("Enter")
+    banner(danger, "status", "Deletion cancelled.")
+    expect(danger.get_by_role("button", name="Delete account")).to_be_focused()
