@@ -309,6 +309,16 @@ def get_event(conn: Connection, event_id: str) -> Event | None:
     return _from_row(row) if row else None
 
 
+def get_events(conn: Connection, event_ids: Iterable[str]) -> dict[str, Event]:
+    """Many events by id in one statement (missing ids are simply absent)."""
+    ids = sorted(set(event_ids))
+    out: dict[str, Event] = {}
+    for start in range(0, len(ids), 500):
+        rows = conn.execute(select(events).where(events.c.id.in_(ids[start : start + 500])))
+        out.update((r.id, _from_row(r)) for r in rows)
+    return out
+
+
 def head_position(conn: Connection) -> int:
     value = conn.execute(
         select(event_counter.c.last_position).where(event_counter.c.id == 1)

@@ -7,6 +7,13 @@ re-dispatches the run once the lease has expired and it continues from the last
 committed step. Steps that touch the database (append_event, call) commit their
 effect together with their progress: exactly once. Steps with outside effects
 (mail, webhook) are at least once: only a step in flight at a crash can repeat.
+
+One saving keeps that promise: a pure step (compute, or a branch / for-each of
+pure steps) directly followed by the end of the run, a `return` or a `wait`
+commits together with that stop, since nothing with an effect runs between
+them. A run whose continuation is no more than that (the usual shape after a
+wait) is finished without any intermediate commit, and the drain finishes a
+whole batch of such runs in one transaction (`finish_many`).
 """
 
 from __future__ import annotations
@@ -25,9 +32,18 @@ from flask import current_app, has_app_context
 from sqlalchemy import Connection, select, update
 
 from webapp import clock, db
-from webapp.eventstore import Event, NewEvent, StreamId, append, get_event, read_all
+from webapp.eventstore import (
+    Event,
+    NewEvent,
+    StreamId,
+    VersionConflict,
+    append,
+    append_many,
+    get_event,
+    read_all,
+)
 from webapp.jobs import enqueue
-from webapp.workflows import api, registry
+from webapp.workflows import api, pending, registry
 from webapp.workflows import events as ev
 from webapp.workflows import match as matchmod
 from webapp.workflows.tables import workflow_run_pending, workflow_runs
@@ -57,6 +73,36 @@ class RunContext:
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.results.get(name, default)
+
+
+@dataclass
+class RunState:
+    """What the claim (or advance) already knows about a run it leased, so the
+    continuation need not read it again."""
+
+    tenant_id: str
+    run_id: str
+    token: str
+    wf: api.Workflow
+    trigger: Event
+    step_index: int
+    attempt: int
+    results: dict[str, Any]
+    fingerprint: str
+
+
+@dataclass
+class Outcome:
+    """How a run stops: the run event to append and the runs columns its
+    projection does not set (results, step)."""
+
+    run_id: str
+    token: str
+    status: str  # completed | failed | suspended
+    event: NewEvent
+    values: dict[str, Any]
+    step_index: int = 0
+    wake_at: datetime | None = None
 
 
 class _Return(Exception):
@@ -90,6 +136,23 @@ def append_run_event(conn: Connection, row: Any, type_: str, payload: dict[str, 
     return append(conn, stream(row.tenant_id, row.run_id), [NewEvent(type_, payload)], row.version)[
         0
     ]
+
+
+def append_batch(
+    conn: Connection,
+    batch: list[tuple[StreamId, list[NewEvent], int]],
+    extra: dict[tuple[str, str], dict[str, Any]] | None = None,
+) -> None:
+    """Append run events to many run streams (each at its expected version) and
+    apply their projections set-based, plus `extra` runs columns per run."""
+    if not batch:
+        return
+    with pending.batched(conn) as collected:
+        if len(batch) == 1:
+            append(conn, *batch[0])  # one round trip fewer than append_many
+        else:
+            append_many(conn, batch)
+    pending.flush(conn, collected, extra)
 
 
 def schedule_resume(
@@ -264,9 +327,48 @@ def _save(conn: Connection, row: Any, **values: Any) -> None:
     )
 
 
-def execute(tenant_id: str, run_id: str, token: str) -> str:
-    """Run a run whose lease we hold, from its recorded step, until it suspends
-    or ends. Returns suspended | completed | failed | lost (lease gone, e.g. cancelled)."""
+def _save_owned(conn: Connection, tenant_id: str, run_id: str, token: str, **values: Any) -> bool:
+    """Commit progress if we still hold the lease: one statement, no read."""
+    done = conn.execute(
+        update(workflow_runs)
+        .where(
+            workflow_runs.c.tenant_id == tenant_id,
+            workflow_runs.c.run_id == run_id,
+            workflow_runs.c.status == "running",
+            workflow_runs.c.lease_token == token,
+        )
+        .values(updated_at=clock.now(), **values)
+    ).rowcount
+    return bool(done)
+
+
+def is_pure(step: api.Step) -> bool:
+    """No effect outside the run: compute, return, and branch / for-each of those."""
+    if isinstance(step, api.Compute | api.Return):
+        return True
+    if isinstance(step, api.Branch):
+        return all(is_pure(s) for s in (*step.then, *step.otherwise))
+    if isinstance(step, api.ForEach):
+        return all(is_pure(s) for s in step.do)
+    return False
+
+
+def _folds(steps: tuple[api.Step, ...], i: int) -> bool:
+    """Step i needs no progress commit of its own: it is pure and what follows
+    is the end, a return or a wait (they commit its result with them)."""
+    return is_pure(steps[i]) and (
+        i + 1 == len(steps) or isinstance(steps[i + 1], api.Return | api.Wait)
+    )
+
+
+def quick(state: RunState) -> bool:
+    """Whether the run's continuation reaches its next stop without a commit in
+    between (so a batch can finish it in memory and commit it with others)."""
+    steps, i = state.wf.steps, state.step_index
+    return i >= len(steps) or isinstance(steps[i], api.Return | api.Wait) or _folds(steps, i)
+
+
+def load_state(tenant_id: str, run_id: str, token: str) -> RunState | None:
     with db.reading() as conn:
         row = conn.execute(
             select(workflow_runs).where(
@@ -274,24 +376,62 @@ def execute(tenant_id: str, run_id: str, token: str) -> str:
             )
         ).first()
         if row is None or row.lease_token != token or row.status != "running":
-            return "lost"
+            return None
         trigger = (
             get_event(conn, row.trigger_event_ref["eventId"]) if row.trigger_event_ref else None
         )
     wf = registry.get(row.workflow_name)
     if wf is None or trigger is None:
-        return "lost"  # checked by the claim; only a concurrent unregister gets here
-    ctx = RunContext(
-        tenant_id, run_id, wf.name, trigger, dict(row.results), row.attempt, row.step_index
+        return None  # checked by the claim; only a concurrent unregister gets here
+    return RunState(
+        tenant_id,
+        run_id,
+        token,
+        wf,
+        trigger,
+        row.step_index,
+        row.attempt,
+        dict(row.results),
+        row.fingerprint,
     )
-    i = row.step_index
+
+
+def execute(tenant_id: str, run_id: str, token: str, state: RunState | None = None) -> str:
+    """Run a run whose lease we hold, from its recorded step, until it suspends
+    or ends. Returns suspended | completed | failed | lost (lease gone, e.g. cancelled).
+    `state` is what the claim already read (else it is read here)."""
+    if state is None:
+        state = load_state(tenant_id, run_id, token)
+        if state is None:
+            return "lost"
+    r = run(state)
+    if isinstance(r, Outcome):
+        return finish_many(tenant_id, [r])[run_id]
+    return r
+
+
+def run(state: RunState) -> str | Outcome:
+    """Run steps from the state's step. A stop that is a plain run event (wait,
+    completion, failure) comes back as an Outcome for the caller to commit; the
+    other stops (wait-for-event, retry, a db step that ends the run) commit here."""
+    tenant_id, run_id, token, wf = state.tenant_id, state.run_id, state.token, state.wf
+    ctx = RunContext(
+        tenant_id,
+        run_id,
+        wf.name,
+        state.trigger,
+        dict(state.results),
+        state.attempt,
+        state.step_index,
+    )
+    i = state.step_index
     n = len(wf.steps)
     while i < n:
         step = wf.steps[i]
         ctx.step_index = i
         try:
             if isinstance(step, api.Wait):
-                return _suspend_wait(ctx, step, token)
+                return _wait_outcome(ctx, step, token, state.fingerprint)
             if isinstance(step, api.WaitForEvent):
                 return _suspend_for_event(ctx, wf, step, token)
             if isinstance(step, api.Retry):
@@ -330,55 +470,105 @@ def execute(tenant_id: str, run_id: str, token: str) -> str:
             ctx.results[step.name] = _json_safe(result, step.name)
         except _Return as r:
             ctx.results["return"] = r.value
-            return _complete(ctx, wf, token)
+            return _complete_outcome(ctx, wf, token)
         except Exception as exc:
-            return _fail(ctx, wf, exc, token)
+            return _fail_outcome(ctx, wf, exc, token)
         ctx.attempt = 1
         if i + 1 == n:
             break
-        with db.transaction() as conn:
-            row = _owned(conn, tenant_id, run_id, token)
-            if row is None:
-                return "lost"
-            _save(
-                conn,
-                row,
-                results=ctx.results,
-                step_index=i + 1,
-                attempt=1,
-                lease_until=clock.now() + LEASE,
-            )
+        if not _folds(wf.steps, i):
+            with db.transaction() as conn:
+                if not _save_owned(
+                    conn,
+                    tenant_id,
+                    run_id,
+                    token,
+                    results=ctx.results,
+                    step_index=i + 1,
+                    attempt=1,
+                    lease_until=clock.now() + LEASE,
+                ):
+                    return "lost"
         i += 1
-    return _complete(ctx, wf, token)
+    return _complete_outcome(ctx, wf, token)
 
 
-def _complete(ctx: RunContext, wf: api.Workflow, token: str) -> str:
+def finish_many(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
+    """Commit the stops of many leased runs of one tenant in one transaction:
+    their run events in one append, their projections set-based. A run whose
+    lease is gone (cancelled, taken over) is left alone: "lost"."""
+    if not outcomes:
+        return {}
+    try:
+        return _finish(tenant_id, outcomes)
+    except VersionConflict:
+        # Every writer of a run stream holds its runs row, which we lock, so this
+        # should not happen; settle the batch run by run so one cannot sink all.
+        if len(outcomes) == 1:
+            log.warning("workflow run lost its stream", extra={"run_id": outcomes[0].run_id})
+            return {outcomes[0].run_id: "lost"}
+        out: dict[str, str] = {}
+        for o in outcomes:
+            out.update(finish_many(tenant_id, [o]))
+        return out
+
+
+def _finish(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
+    out: dict[str, str] = {}
     with db.transaction() as conn:
-        row = _owned(conn, ctx.tenant_id, ctx.run_id, token)
-        if row is None:
-            return "lost"
-        n = len(wf.steps)
-        _save(conn, row, results=ctx.results, step_index=n, attempt=1)
-        append_run_event(conn, row, ev.RUN_COMPLETED, ev.run_completed(wf.name, n))
-    return "completed"
+        q = select(
+            workflow_runs.c.run_id,
+            workflow_runs.c.status,
+            workflow_runs.c.lease_token,
+            workflow_runs.c.version,
+        ).where(
+            workflow_runs.c.tenant_id == tenant_id,
+            workflow_runs.c.run_id.in_(sorted({o.run_id for o in outcomes})),
+        )
+        if not db.is_sqlite(conn):
+            q = q.order_by(workflow_runs.c.run_id).with_for_update()
+        rows = {r.run_id: r for r in conn.execute(q)}
+        batch: list[tuple[StreamId, list[NewEvent], int]] = []
+        extra: dict[tuple[str, str], dict[str, Any]] = {}
+        for o in outcomes:
+            row = rows.get(o.run_id)
+            if row is None or row.status != "running" or row.lease_token != o.token:
+                out[o.run_id] = "lost"
+                continue
+            batch.append((stream(tenant_id, o.run_id), [o.event], row.version))
+            extra[(tenant_id, o.run_id)] = o.values
+            out[o.run_id] = o.status
+            if o.wake_at is not None:
+                schedule_resume(conn, tenant_id, o.run_id, o.step_index, o.wake_at)
+        append_batch(conn, batch, extra)
+    return out
 
 
-def _fail(ctx: RunContext, wf: api.Workflow, exc: BaseException, token: str) -> str:
+def _complete_outcome(ctx: RunContext, wf: api.Workflow, token: str) -> Outcome:
+    n = len(wf.steps)
+    return Outcome(
+        ctx.run_id,
+        token,
+        "completed",
+        NewEvent(ev.RUN_COMPLETED, ev.run_completed(wf.name, n)),
+        dict(results=ctx.results, step_index=n, attempt=1),
+    )
+
+
+def _fail_outcome(ctx: RunContext, wf: api.Workflow, exc: BaseException, token: str) -> Outcome:
     # The raw error may hold personal data: the log gets it, the event does not.
     log.warning(
         "workflow step failed",
         extra={"workflow": wf.name, "run_id": ctx.run_id, "step_index": ctx.step_index},
         exc_info=exc,
     )
-    with db.transaction() as conn:
-        row = _owned(conn, ctx.tenant_id, ctx.run_id, token)
-        if row is None:
-            return "lost"
-        _save(conn, row, results=_storable(ctx.results))
-        append_run_event(
-            conn, row, ev.RUN_FAILED, ev.run_failed(wf.name, ctx.step_index, ev.step_error(exc))
-        )
-    return "failed"
+    return Outcome(
+        ctx.run_id,
+        token,
+        "failed",
+        NewEvent(ev.RUN_FAILED, ev.run_failed(wf.name, ctx.step_index, ev.step_error(exc))),
+        dict(results=_storable(ctx.results)),
+    )
 
 
 def _storable(results: dict[str, Any]) -> dict[str, Any]:
@@ -392,23 +582,20 @@ def _storable(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _suspend_wait(ctx: RunContext, step: api.Wait, token: str) -> str:
+def _wait_outcome(ctx: RunContext, step: api.Wait, token: str, fingerprint: str) -> Outcome:
     wake_at = api.to_instant(resolve(step.duration, ctx), clock.now())
-    with db.transaction() as conn:
-        row = _owned(conn, ctx.tenant_id, ctx.run_id, token)
-        if row is None:
-            return "lost"
-        _save(conn, row, results=ctx.results)
-        append_run_event(
-            conn,
-            row,
+    return Outcome(
+        ctx.run_id,
+        token,
+        "suspended",
+        NewEvent(
             ev.STEP_WAITING,
-            ev.step_waiting(
-                ctx.step_index, wake_at.isoformat(), ctx.workflow_name, row.fingerprint
-            ),
-        )
-        schedule_resume(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, wake_at)
-    return "suspended"
+            ev.step_waiting(ctx.step_index, wake_at.isoformat(), ctx.workflow_name, fingerprint),
+        ),
+        dict(results=ctx.results),
+        step_index=ctx.step_index,
+        wake_at=wake_at,
+    )
 
 
 def _schedule_retry(ctx: RunContext, step: api.Retry, exc: Exception, token: str) -> str:
