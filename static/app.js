@@ -5,7 +5,8 @@
 // 3. Keyboard focus survives a section swap. The form's controls are disabled
 //    while it submits (which drops focus to <body>) and then replaced, so focus
 //    goes to the first field the answer marks invalid, else back to the control
-//    that had it (same id), else to the section's first button.
+//    that had it (same id), else to the section's first button; but only when
+//    focus is still lost (on <body>), never away from where the user moved it.
 (function () {
   "use strict";
 
@@ -49,7 +50,12 @@
   document.addEventListener("htmx:afterSettle", function () {
     if (!refocus) return;
     var section = document.getElementById(refocus.section);
-    if (!section || section.contains(document.activeElement)) return;
+    var active = document.activeElement;
+    // Only give back focus that was lost, never take it from where the user moved it.
+    if (!section || (active && active !== document.body)) {
+      refocus = null;
+      return;
+    }
     var control = refocus.control && document.getElementById(refocus.control);
     var target =
       section.querySelector("[aria-invalid=true]") ||

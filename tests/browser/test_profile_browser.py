@@ -394,3 +394,23 @@ def test_keyboard_only_use_keeps_focus_through_the_swaps(page: Any, server: str)
     page.keyboard.press("Enter")
     banner(danger, "status", "Deletion cancelled.")
     expect(danger.get_by_role("button", name="Delete account")).to_be_focused()
+
+
+def test_focus_is_not_taken_from_where_the_user_moved_it(page: Any, server: str) -> None:
+    flows.register_and_sign_in(page, server)
+    held: list[Any] = []
+    page.route(f"{server}/profile/password", lambda route: held.append(route))
+    pw = section(page, "Change password")
+    pw.get_by_label("Current password", exact=True).fill("not my password at all")
+    pw.get_by_label("New password", exact=True).fill(NEW_PASSWORD)
+    pw.get_by_label("Confirm new password").fill(NEW_PASSWORD)
+    pw.get_by_role("button", name="Change password").click()
+    expect(pw.get_by_role("button", name="Change password")).to_be_disabled()
+    # While the request runs, the user moves on to another section.
+    page.get_by_label("New email").focus()
+    held.pop().continue_()
+    banner(pw, "alert", "The current password is not correct.")
+    page.wait_for_function("!document.querySelector('.htmx-settling')")  # afterSettle ran
+    expect(page.get_by_label("New email")).to_be_focused()
+    page.keyboard.type("still@here.example")
+    expect(page.get_by_label("New email")).to_have_value("still@here.example")
