@@ -15,7 +15,19 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
+from sqlalchemy import (
+    Connection,
+    String,
+    Table,
+    bindparam,
+    cast,
+    column,
+    delete,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy import values as sa_values
 from sqlalchemy.dialects import postgresql, sqlite
 
 from webapp import clock, db
@@ -299,25 +311,47 @@ def flush(
 
 
 def update_runs(conn: Connection, runs_values: dict[tuple[str, str], dict[str, Any]]) -> None:
-    """UPDATE many runs rows, one executemany per distinct set of columns."""
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    """UPDATE many runs rows: per distinct set of columns one UPDATE .. FROM
+    (VALUES ..) on PostgreSQL (one round trip), one executemany on SQLite."""
+    groups: dict[tuple[str, ...], list[tuple[str, str, dict[str, Any]]]] = {}
     for (tenant_id, run_id), values in sorted(runs_values.items()):
-        if not values:
-            continue
-        cols = tuple(sorted(values))
-        params = {f"v_{c}": values[c] for c in cols}
-        params.update(k_tenant=tenant_id, k_run=run_id)
-        groups.setdefault(cols, []).append(params)
-    for cols, params_list in groups.items():
-        stmt = (
-            update(workflow_runs)
-            .where(
-                workflow_runs.c.tenant_id == bindparam("k_tenant"),
-                workflow_runs.c.run_id == bindparam("k_run"),
+        if values:
+            groups.setdefault(tuple(sorted(values)), []).append((tenant_id, run_id, values))
+    for cols, items in groups.items():
+        if db.is_sqlite(conn):
+            stmt = (
+                update(workflow_runs)
+                .where(
+                    workflow_runs.c.tenant_id == bindparam("k_tenant"),
+                    workflow_runs.c.run_id == bindparam("k_run"),
+                )
+                .values({c: bindparam(f"v_{c}") for c in cols})
             )
-            .values({c: bindparam(f"v_{c}") for c in cols})
-        )
-        conn.execute(stmt, params_list)
+            conn.execute(
+                stmt,
+                [
+                    {"k_tenant": t, "k_run": r, **{f"v_{c}": v[c] for c in cols}}
+                    for t, r, v in items
+                ],
+            )
+            continue
+        for start in range(0, len(items), 500):
+            chunk = items[start : start + 500]
+            rows = sa_values(
+                column("k_tenant", String),
+                column("k_run", String),
+                *[column(f"v_{c}", workflow_runs.c[c].type) for c in cols],
+                name="v",
+            ).data([(t, r, *(v[c] for c in cols)) for t, r, v in chunk])
+            conn.execute(
+                update(workflow_runs)
+                .where(
+                    workflow_runs.c.tenant_id == rows.c.k_tenant,
+                    workflow_runs.c.run_id == rows.c.k_run,
+                )
+                # a column that is NULL in every row would be text: cast each
+                .values({c: cast(rows.c[f"v_{c}"], workflow_runs.c[c].type) for c in cols})
+            )
 
 
 def register() -> None:
