@@ -50,6 +50,8 @@ from typing import Any
 
 import requests
 
+from bench.common import services
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "web.json"
 THREADS = int(os.environ.get("BENCH_THREADS", "8"))
@@ -266,17 +268,7 @@ def main() -> dict[str, Any]:
     load_at_start = os.getloadavg()
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-web-")))
-        redis_url = os.environ.get("BENCH_REDIS_URL")
-        if not redis_url:
-            from webapp import embedded_redis
-
-            proc = embedded_redis.start(tmp / "redis.sock")
-            stack.callback(embedded_redis.stop, proc)
-            redis_url = embedded_redis.url_for(tmp / "redis.sock")
-        db_url = os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{tmp / 'bench.db'}"
-        from webapp.migrate import upgrade
-
-        upgrade(db_url)
+        db_url, redis_url = services(stack, tmp, reset=False)
         env = {
             **os.environ,
             "DATABASE_URL": db_url,

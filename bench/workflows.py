@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.common import services
 from webapp.workflows import api as w
 from webapp.workflows import match
 
@@ -334,29 +335,7 @@ class Bench:
 def main() -> dict[str, Any]:
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-wf-")))
-        redis_url = os.environ.get("BENCH_REDIS_URL")
-        if not redis_url:
-            from webapp import embedded_redis
-
-            proc = embedded_redis.start(tmp / "redis.sock")
-            stack.callback(embedded_redis.stop, proc)
-            redis_url = embedded_redis.url_for(tmp / "redis.sock")
-        else:
-            from redis import Redis
-
-            Redis.from_url(redis_url).flushdb()
-        db_url = os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{tmp / 'bench.db'}"
-        if db_url.startswith("postgres"):
-            from sqlalchemy import create_engine, text
-
-            eng = create_engine(db_url)
-            with eng.begin() as conn:
-                conn.execute(text("DROP SCHEMA public CASCADE"))
-                conn.execute(text("CREATE SCHEMA public"))
-            eng.dispose()
-        from webapp.migrate import upgrade
-
-        upgrade(db_url)
+        db_url, redis_url = services(stack, tmp, reset=True)
         bench = Bench(db_url, redis_url, tmp / "instance")
         bench.start()
         stack.callback(bench.stop)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -20,6 +21,10 @@ from webapp.jobs.queue import DISPATCH_FUNC
 from webapp.jobs.registry import JobSpec, get_job, registered_jobs
 
 log = logging.getLogger(__name__)
+
+# rq-scheduler calls crontab without `default_utc`; we pass UTC explicitly
+# (use_local_timezone=False), so its notice about the future default is noise.
+warnings.filterwarnings("ignore", message="Version 0.22.0", category=FutureWarning)
 
 CRON_TICK_FUNC = "worker.tasks.cron_tick"
 RUN_JOB_FUNC = "worker.tasks.run_job"

@@ -90,6 +90,21 @@ class RunState:
     results: dict[str, Any]
     fingerprint: str
 
+    @classmethod
+    def leased(cls, row: Any, token: str, wf: api.Workflow, trigger: Event) -> RunState:
+        """The state of a `workflow_runs` row whose lease `token` we just took."""
+        return cls(
+            row.tenant_id,
+            row.run_id,
+            token,
+            wf,
+            trigger,
+            row.step_index,
+            row.attempt,
+            dict(row.results),
+            row.fingerprint,
+        )
+
 
 @dataclass
 class Outcome:
@@ -383,17 +398,7 @@ def load_state(tenant_id: str, run_id: str, token: str) -> RunState | None:
     wf = registry.get(row.workflow_name)
     if wf is None or trigger is None:
         return None  # checked by the claim; only a concurrent unregister gets here
-    return RunState(
-        tenant_id,
-        run_id,
-        token,
-        wf,
-        trigger,
-        row.step_index,
-        row.attempt,
-        dict(row.results),
-        row.fingerprint,
-    )
+    return RunState.leased(row, token, wf, trigger)
 
 
 def execute(tenant_id: str, run_id: str, token: str, state: RunState | None = None) -> str:

@@ -358,17 +358,7 @@ def advance(tenant_id: str, run_id: str) -> str:
             .where(workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id == run_id)
             .values(lease_token=token, lease_until=now + engine.LEASE, updated_at=now)
         )
-    state = engine.RunState(
-        tenant_id,
-        run_id,
-        token,
-        wf,
-        trigger,
-        row.step_index,
-        row.attempt,
-        dict(row.results),
-        row.fingerprint,
-    )
+    state = engine.RunState.leased(row, token, wf, trigger)
     return engine.execute(tenant_id, run_id, token, state)
 
 
