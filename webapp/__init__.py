@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask, Response, g, render_template, request
 
-from webapp import db, logs
+from webapp import db, logs, static_files
 from webapp.config import ROOT, Config
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ def create_app(config: Config | None = None) -> Flask:
 
     cli.init_app(app)
     core_views.init_app(app)
+    static_files.init_app(app)
     _request_ids(app)
     _security_headers(app)
     features.init_app(app)
