@@ -110,12 +110,12 @@ def start(
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             err = proc.stderr.read().decode() if proc.stderr else ""
+            stop(proc)
             raise RuntimeError(f"embedded redis-server exited: {err.strip()}")
         if _answers(socket_path):
             return proc
         time.sleep(0.05)
-    proc.kill()
-    proc.wait()
+    stop(proc)
     raise RuntimeError("embedded redis-server did not start in time")
 
 
@@ -135,6 +135,8 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    if proc.stderr:
+        proc.stderr.close()
 
 
 def url_for(socket_path: Path) -> str:
