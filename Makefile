@@ -1,6 +1,8 @@
 # Two commands: `make run` and `make test`. Everything else is optional.
 PYTHON ?= python3
-VENV ?= .venv
+# One venv per interpreter: `make test PYTHON=python3.13` gets .venv-python3.13,
+# never the python3 one (VENV=... picks another folder).
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
