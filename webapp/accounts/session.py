@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import timedelta
+from urllib.parse import unquote, urlsplit
 
 from flask import Flask, Response, redirect, request, session, url_for
 from flask_login import LoginManager, login_user
@@ -26,9 +27,39 @@ def load_session_user(session_id: str) -> User | None:
     return user
 
 
+# What browsers strip from both ends of a URL before resolving it (C0 controls
+# and space), and what they remove anywhere in it (tab, CR, LF).
+_EDGE = "".join(chr(c) for c in range(0x21))
+_REMOVED = str.maketrans("", "", "\t\r\n")
+
+
+def _same_site_path(value: str) -> bool:
+    """A path on this site: no scheme, no host, no backslash, no control character,
+    no empty or dot segment that could turn into `//host` when resolved."""
+    if not value.startswith("/") or "\\" in value:
+        return False
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return False
+    parts = urlsplit(value)
+    if parts.scheme or parts.netloc:
+        return False
+    path = value.partition("?")[0].partition("#")[0]
+    return "//" not in path and not any(s in (".", "..") for s in path.split("/"))
+
+
 def safe_next(target: str | None) -> str | None:
-    """Only same-site paths: no scheme, no host, no `//` or backslash tricks."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """`target` when it is a relative path on this site, else None.
+
+    Checked after the normalisation browsers apply (strip C0 controls and spaces
+    at the ends, drop tab/CR/LF anywhere, read a backslash as a slash), and
+    percent-decoded too; anything that changes under that normalisation is
+    refused rather than repaired."""
+    if not target or len(target) > 2048:
+        return None
+    normalised = target.strip(_EDGE).translate(_REMOVED).replace("\\", "/")
+    if normalised != target:
+        return None
+    if not _same_site_path(target) or not _same_site_path(unquote(target)):
         return None
     return target
 
