@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy import and_, delete, select
 
 from webapp import db
-from webapp.accounts import crypto
+from webapp.accounts import crypto, signins
 from webapp.accounts import events as ev
 from webapp.accounts.commands import append_to
 from webapp.accounts.tables import used_tokens, users
@@ -34,6 +34,7 @@ def erase(tenant_id: str, user_id: str, due_by: datetime | None = None) -> bool:
             return False
         append_to(conn, user, NewEvent(ev.ERASED, {}), actor="system:erase-accounts")
         crypto.destroy_key(conn, tenant_id, user_id)
+        signins.end_all(conn, tenant_id, user_id)
         conn.execute(
             delete(used_tokens).where(
                 used_tokens.c.tenant_id == tenant_id, used_tokens.c.user_id == user_id

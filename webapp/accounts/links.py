@@ -10,7 +10,7 @@ import secrets
 from sqlalchemy import Connection
 
 from webapp import db
-from webapp.accounts import crypto, tokens
+from webapp.accounts import crypto, signins, tokens
 from webapp.accounts import events as ev
 from webapp.accounts.commands import Outcome, append_to, config, seal
 from webapp.accounts.users import User, address_version, find_by_email, get_user, stream_of
@@ -127,6 +127,7 @@ def revert_email_change(token: str) -> Outcome:
                 ),
                 actor="email-revert-link",
             )
+            signins.end_all(conn, user.tenant_id, user.id)
     except tokens.TokenError as e:
         return Outcome.error(f"verify.errors.{e.reason}")
     return Outcome(True, "revert.success", {"email": previous})
