@@ -100,7 +100,7 @@ def outcome_response(
     errors = {outcome.field: True} if outcome.field else {}
     return respond(
         View(user, section, {"kind": "error", "text": _text(outcome)}, errors, keep or {}),
-        422,
+        outcome.status or 422,
     )
 
 
