@@ -17,9 +17,9 @@ from typing import Any
 
 from webapp import db
 from webapp.accounts import events as ev
-from webapp.accounts import mails, users
+from webapp.accounts import mails, users, verification
 from webapp.workflows import api as wf
-from webapp.workflows import match
+from webapp.workflows import match, registry
 
 WAIT = "PT24H"
 
@@ -80,9 +80,6 @@ ON_EMAIL_CHANGED = _define("email-verification-changed", ev.EMAIL_CHANGED)
 
 
 def register() -> None:
-    from webapp.accounts import verification
-    from webapp.workflows import registry
-
     registry.register(ON_REGISTERED)
     registry.register(ON_EMAIL_CHANGED)
     verification.set_handled_by_workflow(True)

@@ -126,8 +126,9 @@ def revert_page(token: str) -> Response:
 
 @bp.post("/email-change/revert/<token>")
 def revert(token: str) -> Response:
+    signed_in = current_user.is_authenticated  # loaded before the revert ends the session
     outcome = links.revert_email_change(token)
-    if outcome.ok and current_user.is_authenticated:
+    if outcome.ok and signed_in:
         sign_out()  # its sign-in row is gone already; drop the cookies too
     return page("accounts/revert.html", status(outcome), token=token, outcome=outcome, done=True)
 
