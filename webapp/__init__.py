@@ -45,10 +45,11 @@ def create_app(config: Config | None = None) -> Flask:
 
     Htmx(app)
 
-    from webapp import cli, core_views, features
+    from webapp import cli, core_views, features, forms
 
     cli.init_app(app)
     core_views.init_app(app)
+    forms.init_app(app)
     _request_ids(app)
     _security_headers(app)
     features.init_app(app)
