@@ -69,7 +69,7 @@ def login() -> Response:
     if user is None:
         ratelimit.hit("login-account", account_key)
         # Not one field's fault (and no hint which): a form-wide error.
-        form.add_error(None, gettext("auth.login.failed"))
+        form.add_error(None, gettext("auth.login.failed"), link_to="email")
         return page("accounts/login.html", 422, form=form, next=next_url)
     sign_in(user, remember=bool(form.remember.data))
     return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
