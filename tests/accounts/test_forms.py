@@ -149,3 +149,18 @@ def test_form_api_orders_problems_and_links_them(app: Flask) -> None:
         assert form.has_errors and not _Sample().has_errors
         # An empty optional field is not checked by `check` rules.
         assert _Sample(MultiDict({"first_name": "a", "code": ""})).validate()
+
+
+def test_old_positional_field_calls_still_render_until_converted(app: Flask) -> None:
+    """Pages written against the old `field("id", "name", ...)` keep working when
+    merged (without the error pattern) until they are converted to a Form."""
+    from flask import render_template_string
+
+    with app.test_request_context():
+        html = render_template_string(
+            '{% from "_macros.html" import field %}'
+            '{{ field("reset-email", "email", "Email", "email", "a@b.c", "email", True, maxlength=254) }}'
+        )
+    assert '<label for="reset-email">Email</label>' in html
+    assert 'id="reset-email" name="email" type="email" value="a@b.c"' in html
+    assert 'aria-invalid="true"' in html and 'maxlength="254"' in html

@@ -13,8 +13,6 @@ from webapp.accounts import emails
 from webapp.accounts.forms import email_problem, policy_problem
 from webapp.forms import Form, check, required
 
-CURRENT_REQUIRED = "profile.errors.currentPasswordRequired"
-
 
 class AccountForm(Form):
     """Language, resend verification, sign out other sessions."""
@@ -33,7 +31,9 @@ class AccountBound(Form):
 
 class PasswordForm(AccountBound):
     id_prefix = "profile-password"
-    current_password = PasswordField(validators=[required(CURRENT_REQUIRED)])
+    current_password = PasswordField(
+        validators=[required("profile.errors.currentPasswordRequired")]
+    )
     new_password = PasswordField(validators=[required("profile.password.newRequired")])
     confirm_password = PasswordField(validators=[required("profile.password.confirmRequired")])
 
@@ -52,7 +52,9 @@ class EmailForm(AccountBound):
     new_email = StringField(
         validators=[required("profile.email.newRequired"), check(email_problem)]
     )
-    current_password = PasswordField(validators=[required(CURRENT_REQUIRED)])
+    current_password = PasswordField(
+        validators=[required("profile.errors.currentPasswordRequired")]
+    )
 
     def validate_new_email(self, field: Any) -> None:
         if emails.normalize(field.data) == self.account_email:
@@ -61,7 +63,9 @@ class EmailForm(AccountBound):
 
 class DeleteForm(Form):
     id_prefix = "profile-delete"
-    current_password = PasswordField(validators=[required(CURRENT_REQUIRED)])
+    current_password = PasswordField(
+        validators=[required("profile.errors.currentPasswordRequired")]
+    )
 
 
 class CancelDeletionForm(Form):
