@@ -45,13 +45,14 @@ def create_app(config: Config | None = None) -> Flask:
 
     Htmx(app)
 
-    from webapp import cli, core_views, features, security
+    from webapp import cli, core_views, features, forms, security
 
     security.init_app(app)  # before any feature, so none depends on the order
 
     cli.init_app(app)
     core_views.init_app(app)
     static_files.init_app(app)
+    forms.init_app(app)
     _request_ids(app)
     features.init_app(app)
     _mount_projections()

@@ -55,7 +55,7 @@ COMMAND_MODULES = ("commands", "auth", "profile_commands", "links")
 
 def _used_keys() -> set[str]:
     keys: set[str] = set()
-    pattern = re.compile(r"""(?:_|gettext)\(\s*["']([a-z]+\.[A-Za-z.]+)["']""")
+    pattern = re.compile(r"""(?:_|gettext|required)\(\s*["']([a-z]+\.[A-Za-z.]+)["']""")
     for path in [*Path(ROOT / "templates").rglob("*.html"), *Path(ROOT / "webapp").rglob("*.py")]:
         keys |= set(pattern.findall(path.read_text()))
     keys |= set(

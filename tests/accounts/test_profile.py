@@ -81,7 +81,11 @@ def test_htmx_answer_is_only_the_section_fragment(client: Any, user: Any) -> Non
     assert r.status_code == 422
     assert html.lstrip().startswith('<section id="profile-password"')
     assert "<html" not in html and "profile-email" not in html
-    assert 'role="alert">The current password is not correct.' in html
+    assert 'role="alert"' in html and "There is a problem" in html
+    assert (
+        '<a href="#profile-password-current-password">The current password is not correct.</a>'
+        in html
+    )
     assert r.headers["Vary"].startswith("HX-Request") or "HX-Request" in r.headers["Vary"]
     assert r.headers["Cache-Control"] == "no-store"
 
@@ -149,7 +153,8 @@ def test_password_change_signs_out_other_sessions_and_sends_a_notice(
     )
     html = r.get_data(as_text=True)
     assert r.status_code == 200
-    assert 'role="status">Your password has been changed.' in html
+    assert 'data-banner="success">Your password has been changed.' in html
+    assert 'hx-swap-oob="innerHTML">Your password has been changed.</div>' in html  # announced
     assert 'value="' not in html.replace(
         'name="csrf_token" value="', ""
     )  # the three fields are empty
@@ -199,7 +204,7 @@ def test_change_email_updates_current_line_out_of_band_and_mails_both_addresses(
     )
     html = r.get_data(as_text=True)
     assert r.status_code == 200
-    assert 'role="status">Your email address has been changed.' in html
+    assert 'data-banner="success">Your email address has been changed.' in html
     assert (
         '<div id="account-email-status" data-testid="profile-email-status" hx-swap-oob="true">'
         in html

@@ -69,11 +69,12 @@ def server(app: Any) -> Iterator[str]:
 
 @pytest.fixture
 def new_page(browser: Any) -> Iterator[Callable[..., Any]]:
-    """Pages in fresh contexts (own cookies): `new_page(locale="de-DE", js=False)`."""
+    """Pages in fresh contexts (own cookies): `new_page(locale="de-DE", js=False)`.
+    `bypass_csp=True` only for the axe-core audit, which injects its script."""
     contexts: list[Any] = []
 
-    def make(locale: str = "en-US", js: bool = True) -> Any:
-        ctx = browser.new_context(locale=locale, java_script_enabled=js)
+    def make(locale: str = "en-US", js: bool = True, bypass_csp: bool = False) -> Any:
+        ctx = browser.new_context(locale=locale, java_script_enabled=js, bypass_csp=bypass_csp)
         ctx.set_default_timeout(TIMEOUT_MS)
         contexts.append(ctx)
         return ctx.new_page()

@@ -73,7 +73,7 @@ def register(
     page.get_by_label(t["confirm"], exact=True).fill(password)
     page.get_by_role("button", name=t["create"]).click()
     stored = address.lower()  # the page echoes the address as stored
-    expect(page.get_by_role("status")).to_contain_text(t["sent"].format(stored))
+    expect(page.get_by_role("status").filter(has_text=t["sent"].format(stored))).to_be_visible()
 
 
 def sign_in(
@@ -104,10 +104,20 @@ def section(page: Any, name: str) -> Any:
 
 
 def banner(region: Any, role: str, text: str) -> Any:
-    """Wait for the status (success) or alert (error) banner with `text` in `region`."""
-    located = region.get_by_role(role).filter(has_text=text)
+    """Wait for the success banner ("status") or the error summary or banner
+    ("alert") with `text` in `region`. A form's success banner is no live region
+    itself (the page's persistent one announces it): it is found by its marker."""
+    if role == "status":
+        located = region.locator("[data-banner=success]").filter(has_text=text)
+    else:
+        located = region.get_by_role(role).filter(has_text=text)
     expect(located).to_be_visible()
     return located
+
+
+def announced(page: Any) -> Any:
+    """The page's persistent live region (role=status), where swaps write their message."""
+    return page.get_by_test_id("live-status")
 
 
 def links_to(app: Any, address: str, prefix: str) -> list[str]:

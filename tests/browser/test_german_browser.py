@@ -37,13 +37,18 @@ def test_german_browser_signs_up_and_uses_the_profile_in_german(
     for name in ("Passwort ändern", "E-Mail-Adresse ändern", "Gefahrenbereich"):
         expect(section(page, name)).to_be_visible()
 
-    # The script's mismatch check speaks German too (its text comes from the page).
+    # The server's messages and the error summary speak German too.
     pw = section(page, "Passwort ändern")
     pw.get_by_label("Aktuelles Passwort", exact=True).fill(PASSWORD)
     pw.get_by_label("Neues Passwort", exact=True).fill(NEW_PASSWORD)
     pw.get_by_label("Neues Passwort bestätigen").fill(NEW_PASSWORD + "X")
     pw.get_by_role("button", name="Passwort ändern").click()
     banner(pw, "alert", "Die neuen Passwörter stimmen nicht überein.")
+    expect(pw.get_by_role("heading", name="Es gibt ein Problem")).to_be_visible()
+    expect(page).to_have_title("Fehler: Ihr Profil")
+    expect(pw.locator(".field-error")).to_have_text(
+        "Fehler: Die neuen Passwörter stimmen nicht überein."
+    )
 
     pw.get_by_label("Aktuelles Passwort", exact=True).fill("nicht mein Passwort, sicher nicht")
     pw.get_by_label("Neues Passwort bestätigen").fill(NEW_PASSWORD)

@@ -18,6 +18,7 @@ from flask_login import current_user
 
 from webapp.accounts import auth, emails, i18n, links, ratelimit
 from webapp.accounts.commands import Outcome
+from webapp.accounts.forms import LoginForm, RegisterForm
 from webapp.accounts.session import safe_next, sign_in, sign_out
 
 bp = Blueprint("accounts", __name__)
@@ -31,34 +32,22 @@ def status(outcome: Outcome) -> int:
     return 200 if outcome.ok else outcome.status or 400
 
 
-def banner(kind: str, key: str, **params: object) -> dict[str, str]:
-    return {"kind": kind, "text": gettext(key, **params)}  # type: ignore[arg-type]
-
-
 @bp.route("/register", methods=["GET", "POST"])
 def register() -> Response:
     if request.method == "GET":
-        return page("accounts/register.html")
-    form = request.form
-    email = form.get("email", "")
+        return page("accounts/register.html", form=RegisterForm())
+    form = RegisterForm(request.form)
     if not ratelimit.hit("register-ip", ratelimit.client_ip()):
-        return page(
-            "accounts/register.html",
-            429,
-            email=email,
-            status=banner("error", "auth.errors.tooManyAttempts"),
-        )
+        form.add_error(None, gettext("auth.errors.tooManyAttempts"))
+        return page("accounts/register.html", 429, form=form)
+    if not form.validate():  # every error of the submit at once, in field order
+        return page("accounts/register.html", 422, form=form)
     outcome = auth.register(
-        email, form.get("password", ""), form.get("confirm", ""), i18n.current_language()
+        form.email.data, form.password.data, form.confirm.data, i18n.current_language()
     )
     if not outcome.ok:
-        return page(
-            "accounts/register.html",
-            422,
-            email=email,
-            status=banner("error", outcome.key, **outcome.params),
-            error_field=outcome.field,
-        )
+        form.add_error(outcome.field, gettext(outcome.key, **outcome.params))
+        return page("accounts/register.html", 422, form=form)
     return page("accounts/register_done.html", email=outcome.params["email"])
 
 
@@ -68,32 +57,25 @@ def login() -> Response:
     if request.method == "GET":
         if current_user.is_authenticated:
             return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
-        return page("accounts/login.html", next=next_url)
-    form = request.form
-    email = form.get("email", "")
+        return page("accounts/login.html", form=LoginForm(), next=next_url)
+    form = LoginForm(request.form)
+    if not form.validate():
+        return page("accounts/login.html", 422, form=form, next=next_url)
+    email = form.email.data
     account_key = emails.normalize(email) or email.strip().lower()[:320]
     limited = not ratelimit.hit("login-ip", ratelimit.client_ip()) or not ratelimit.allowed(
         "login-account", account_key
     )
     if limited:
-        return page(
-            "accounts/login.html",
-            429,
-            email=email,
-            next=next_url,
-            status=banner("error", "auth.errors.tooManyAttempts"),
-        )
-    user = auth.authenticate(email, form.get("password", ""))
+        form.add_error(None, gettext("auth.errors.tooManyAttempts"))
+        return page("accounts/login.html", 429, form=form, next=next_url)
+    user = auth.authenticate(email, form.password.data)
     if user is None:
         ratelimit.hit("login-account", account_key)
-        return page(
-            "accounts/login.html",
-            422,
-            email=email,
-            next=next_url,
-            status=banner("error", "auth.login.failed"),
-        )
-    sign_in(user, remember=form.get("remember") == "on")
+        # Not one field's fault (and no hint which): a form-wide error.
+        form.add_error(None, gettext("auth.login.failed"), link_to="email")
+        return page("accounts/login.html", 422, form=form, next=next_url)
+    sign_in(user, remember=bool(form.remember.data))
     return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
 
 

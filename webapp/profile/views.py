@@ -8,7 +8,7 @@ banner shown. `respond()` is the one place that decides.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from flask import (
@@ -25,11 +25,14 @@ from flask_babel import format_date, gettext, refresh
 from flask_login import current_user, login_required
 
 from webapp import db
+from webapp import forms as forms_core
 from webapp.accounts import profile_commands as commands
 from webapp.accounts import ratelimit, users
-from webapp.accounts.commands import GENERIC, Outcome
+from webapp.accounts.commands import GENERIC, INVALID_CREDENTIALS, Outcome, check_password
 from webapp.accounts.session import refresh_session
 from webapp.accounts.users import User
+from webapp.forms import Form
+from webapp.profile import forms
 
 log = logging.getLogger(__name__)
 bp = Blueprint("profile", __name__, url_prefix="/profile")
@@ -43,13 +46,17 @@ class View:
 
     user: User
     section: str | None = None
-    banner: dict[str, str] | None = None
-    errors: dict[str, bool] = field(default_factory=dict)
-    values: dict[str, str] = field(default_factory=dict)
+    form: Form | None = None  # the answered section's form: what was typed, what is wrong
+    success: str | None = None  # the answered section's success message
     oob: tuple[str, ...] = ()
 
-    def banner_for(self, section: str) -> dict[str, str] | None:
-        return self.banner if section == self.section else None
+    def form_for(self, section: str) -> Form:
+        if section == self.section and self.form is not None:
+            return self.form
+        return forms.blank(section, self.user.deletion_requested)
+
+    def success_for(self, section: str) -> str | None:
+        return self.success if section == self.section else None
 
 
 def _me() -> User:
@@ -73,11 +80,19 @@ def is_htmx() -> bool:
 
 
 def respond(view: View, status: int = 200) -> Response:
-    ctx: dict[str, Any] = {"v": view, "user": view.user}
+    """The one place that picks the rendering: the section fragment for htmx (plus
+    out-of-band fragments and the message for the page's live region), else the
+    whole page, its title starting with "Error: " when a form shows errors."""
+    ctx: dict[str, Any] = {
+        "v": view,
+        "user": view.user,
+        "page_has_errors": forms_core.has_errors(view.form),
+    }
     if is_htmx() and view.section:
         body = render_template(f"profile/_{view.section}.html", **ctx)
         for name in view.oob:
             body += render_template(f"profile/_{name}.html", oob=True, **ctx)
+        body += forms_core.live_status(view.success)
     else:
         body = render_template("profile/page.html", **ctx)
     resp = make_response(body, status)
@@ -86,40 +101,36 @@ def respond(view: View, status: int = 200) -> Response:
 
 
 def outcome_response(
-    section: str, outcome: Outcome, oob: tuple[str, ...] = (), keep: dict[str, str] | None = None
+    section: str, outcome: Outcome, form: Form | None = None, oob: tuple[str, ...] = ()
 ) -> Response:
     user = _me()
-    if outcome.ok:
-        return respond(
-            View(
-                user,
-                section,
-                {"kind": "success", "text": _text(outcome)},
-                oob=oob if outcome.ok else (),
-            )
-        )
-    errors = {outcome.field: True} if outcome.field else {}
-    return respond(
-        View(user, section, {"kind": "error", "text": _text(outcome)}, errors, keep or {}),
-        outcome.status or 422,
-    )
+    if outcome.ok:  # the section comes back empty, with its message
+        return respond(View(user, section, success=_text(outcome), oob=oob))
+    form = form or forms.blank(section, user.deletion_requested)
+    form.add_error(outcome.field, _text(outcome))
+    return respond(View(user, section, form), outcome.status or 422)
 
 
-def limited(section: str, keep: dict[str, str] | None = None) -> Response:
-    return respond(
-        View(
-            _me(),
-            section,
-            {"kind": "error", "text": gettext("auth.errors.tooManyAttempts")},
-            {},
-            keep or {},
-        ),
-        429,
-    )
+def limited(section: str, form: Form) -> Response:
+    form.add_error(None, gettext("auth.errors.tooManyAttempts"))
+    return respond(View(_me(), section, form), 429)
 
 
 def password_check_allowed() -> bool:
     return ratelimit.hit("password-check", current_user.id)
+
+
+def rejected(section: str, form: Form) -> Response:
+    """422 with every error of the submit at once. A current password that was
+    given is checked too (rate limited like any check), so its error comes with
+    the others instead of after the next submit."""
+    current = form["current_password"]
+    if current.data and not current.errors:
+        if not password_check_allowed():
+            return limited(section, form)
+        if not check_password(_me(), current.data):
+            form.add_error("current_password", gettext(INVALID_CREDENTIALS))
+    return respond(View(_me(), section, form), 422)
 
 
 @bp.get("")
@@ -128,53 +139,52 @@ def show() -> Response:
     view = View(_me())
     for key in get_flashed_messages():
         if key == "profile.account.languageSaved":
-            view.section, view.banner = "account", {"kind": "success", "text": gettext(key)}
+            view.section, view.success = "account", gettext(key)
     return respond(view)
 
 
 @bp.post("/password")
 @login_required
 def password() -> Response:
-    f = request.form
-    current, new, confirm = (
-        f.get("current_password", ""),
-        f.get("new_password", ""),
-        f.get("confirm_password", ""),
-    )
-    if new != confirm:  # before anything else, as the screen promises
-        return outcome_response(
-            "password", Outcome.error("profile.password.mismatch", "confirm_password")
-        )
+    form = forms.PasswordForm(request.form, account_email=current_user.email)
+    if not form.validate():
+        return rejected("password", form)
     if not password_check_allowed():
-        return limited("password")
-    outcome = commands.change_password(current_user, current, new)
+        return limited("password", form)
+    outcome = commands.change_password(
+        current_user, form.current_password.data, form.new_password.data
+    )
     if outcome.ok and outcome.session_token:
         refresh_session(_me())
-    return outcome_response("password", outcome)
+    return outcome_response("password", outcome, form)
 
 
 @bp.post("/email")
 @login_required
 def email() -> Response:
-    f = request.form
-    keep = {"new_email": f.get("new_email", "")}
+    form = forms.EmailForm(request.form, account_email=current_user.email)
+    if not form.validate():
+        return rejected("email", form)
     if not password_check_allowed():
-        return limited("email", keep)
-    outcome = commands.change_email(
-        current_user, f.get("new_email", ""), f.get("current_password", "")
-    )
-    return outcome_response("email", outcome, oob=("email_status",), keep=keep)
+        return limited("email", form)
+    outcome = commands.change_email(current_user, form.new_email.data, form.current_password.data)
+    return outcome_response("email", outcome, form, oob=("email_status",))
 
 
 @bp.post("/delete")
 @login_required
 def delete() -> Response:
+    if _me().deletion_requested:  # a second tab: the section now offers Cancel
+        return outcome_response("danger", Outcome.error("profile.danger.alreadyRequested"))
+    form = forms.DeleteForm(request.form)
+    if not form.validate():
+        return rejected("danger", form)
     if not password_check_allowed():
-        return limited("danger")
-    outcome = commands.request_deletion(current_user, request.form.get("current_password", ""))
+        return limited("danger", form)
+    outcome = commands.request_deletion(current_user, form.current_password.data)
     if outcome.ok and outcome.session_token:
         refresh_session(_me())  # every other session ends; this one stays to cancel
-    return outcome_response("danger", outcome)
+    return outcome_response("danger", outcome, form)
 
 
 @bp.post("/cancel-deletion")
@@ -201,9 +211,10 @@ def sessions() -> Response:
 @bp.post("/language")
 @login_required
 def language() -> Response:
-    outcome = commands.change_language(current_user, request.form.get("language", ""))
+    form = forms.AccountForm(request.form)
+    outcome = commands.change_language(current_user, form.language.data or "")
     if not outcome.ok:
-        return outcome_response("account", outcome)
+        return outcome_response("account", outcome, form)
     # The whole page changes language: htmx reloads it (the banner comes back
     # through a flash); without JavaScript the answer is the page itself.
     if is_htmx():
@@ -240,7 +251,9 @@ def _unexpected(exc: Exception) -> Response:
         return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
     if section not in SECTIONS:
         section = "account"
-    resp = respond(View(user, section, {"kind": "error", "text": gettext(GENERIC)}), 500)
+    form = forms.blank(section, user.deletion_requested)
+    form.add_error(None, gettext(GENERIC))
+    resp = respond(View(user, section, form), 500)
     resp.headers["X-Section-Fragment"] = "1"  # static/app.js lets htmx swap this 500
     return resp
 

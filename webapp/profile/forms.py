@@ -1,0 +1,86 @@
+"""The profile's forms, one per section: fields in screen order and every rule that
+needs neither the database nor the current password (those come from the service)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_babel import gettext
+from wtforms import PasswordField, StringField
+from wtforms.validators import ValidationError
+
+from webapp.accounts import emails
+from webapp.accounts.forms import email_problem, policy_problem
+from webapp.forms import Form, check, required
+
+
+class AccountForm(Form):
+    """Language, resend verification, sign out other sessions."""
+
+    id_prefix = "profile-account"
+    language = StringField()
+
+
+class AccountBound(Form):
+    """A form that checks values against the signed-in account."""
+
+    def __init__(self, formdata: Any = None, account_email: str = "", **kw: Any) -> None:
+        self.account_email = account_email
+        super().__init__(formdata, **kw)
+
+
+class PasswordForm(AccountBound):
+    id_prefix = "profile-password"
+    current_password = PasswordField(
+        validators=[required("profile.errors.currentPasswordRequired")]
+    )
+    new_password = PasswordField(validators=[required("profile.password.newRequired")])
+    confirm_password = PasswordField(validators=[required("profile.password.confirmRequired")])
+
+    def validate_new_password(self, field: Any) -> None:
+        problem = policy_problem(field.data, self.account_email)
+        if problem:
+            raise ValidationError(problem)
+
+    def validate_confirm_password(self, field: Any) -> None:
+        if self.new_password.data and field.data != self.new_password.data:
+            raise ValidationError(gettext("profile.password.mismatch"))
+
+
+class EmailForm(AccountBound):
+    id_prefix = "profile-email"
+    new_email = StringField(
+        validators=[required("profile.email.newRequired"), check(email_problem)]
+    )
+    current_password = PasswordField(
+        validators=[required("profile.errors.currentPasswordRequired")]
+    )
+
+    def validate_new_email(self, field: Any) -> None:
+        if emails.normalize(field.data) == self.account_email:
+            raise ValidationError(gettext("profile.errors.emailUnchanged"))
+
+
+class DeleteForm(Form):
+    id_prefix = "profile-delete"
+    current_password = PasswordField(
+        validators=[required("profile.errors.currentPasswordRequired")]
+    )
+
+
+class CancelDeletionForm(Form):
+    """No fields: its errors concern the whole form."""
+
+    id_prefix = "profile-cancel-deletion"
+
+
+def blank(section: str, deletion_requested: bool = False) -> Form:
+    """The empty form a section shows when it was not the one submitted."""
+    if section == "danger":
+        return CancelDeletionForm() if deletion_requested else DeleteForm()
+    forms: dict[str, type[Form]] = {
+        "account": AccountForm,
+        "password": PasswordForm,
+        "email": EmailForm,
+    }
+    return forms[section]()
