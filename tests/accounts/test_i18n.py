@@ -50,7 +50,7 @@ def _catalog(lang: str) -> dict[str, str]:
 
 
 # Where outcome keys are written as plain strings (not inside gettext calls).
-COMMAND_MODULES = ("commands", "auth", "profile_commands", "links")
+COMMAND_MODULES = ("commands", "auth", "profile_commands", "links", "emails", "passwords")
 
 
 def _used_keys() -> set[str]:
