@@ -4,12 +4,26 @@ revert, which ends every other session and remember-me cookie at once."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import timedelta
 
 from flask import Flask, Response, redirect, request, session, url_for
 from flask_login import LoginManager, login_user
 
-from webapp.accounts.service import User, load_session_user
+from webapp import db
+from webapp.accounts.users import User, get_user
+
+
+def load_session_user(session_id: str) -> User | None:
+    """Flask-Login's loader: `<user id>:<session token>`, both must match."""
+    user_id, _, token = session_id.partition(":")
+    if not user_id or not token:
+        return None
+    with db.reading() as conn:
+        user = get_user(conn, user_id)
+    if user is None or not secrets.compare_digest(user.session_token, token):
+        return None
+    return user
 
 
 def safe_next(target: str | None) -> str | None:

@@ -15,9 +15,8 @@ from flask import (
 )
 from flask_babel import gettext
 from flask_login import current_user, logout_user
-from flask_wtf.csrf import CSRFError, CSRFProtect
 
-from webapp.accounts import emails, i18n, ratelimit, service
+from webapp.accounts import auth, emails, i18n, links, ratelimit
 from webapp.accounts.session import safe_next, sign_in
 
 bp = Blueprint("accounts", __name__)
@@ -44,7 +43,7 @@ def register() -> Response:
             email=email,
             status=banner("error", "auth.errors.tooManyAttempts"),
         )
-    outcome = service.register(
+    outcome = auth.register(
         email, form.get("password", ""), form.get("confirm", ""), i18n.current_language()
     )
     if not outcome.ok:
@@ -79,7 +78,7 @@ def login() -> Response:
             next=next_url,
             status=banner("error", "auth.errors.tooManyAttempts"),
         )
-    user = service.authenticate(email, form.get("password", ""))
+    user = auth.authenticate(email, form.get("password", ""))
     if user is None:
         ratelimit.hit("login-account", account_key)
         return page(
@@ -107,13 +106,13 @@ def logout() -> Response:
 def verify_email_page(token: str) -> Response:
     # GET never changes anything (mail scanners prefetch links): it checks the
     # link and offers a button; the POST below spends it.
-    outcome = service.check_verification(token)
+    outcome = links.check_verification(token)
     return page("accounts/verify.html", 200 if outcome.ok else 400, token=token, outcome=outcome)
 
 
 @bp.post("/verify-email/<token>")
 def verify_email(token: str) -> Response:
-    outcome = service.verify_email(token)
+    outcome = links.verify_email(token)
     return page(
         "accounts/verify.html", 200 if outcome.ok else 400, token=token, outcome=outcome, done=True
     )
@@ -121,13 +120,13 @@ def verify_email(token: str) -> Response:
 
 @bp.get("/email-change/revert/<token>")
 def revert_page(token: str) -> Response:
-    outcome = service.check_revert(token)
+    outcome = links.check_revert(token)
     return page("accounts/revert.html", 200 if outcome.ok else 400, token=token, outcome=outcome)
 
 
 @bp.post("/email-change/revert/<token>")
 def revert(token: str) -> Response:
-    outcome = service.revert_email_change(token)
+    outcome = links.revert_email_change(token)
     if outcome.ok and current_user.is_authenticated:
         logout_user()
     return page(
@@ -142,20 +141,4 @@ def _no_store(resp: Response) -> Response:
 
 
 def init_app(app: Flask) -> None:
-    # The token lives as long as the session (which sign-in renews).
-    app.config["WTF_CSRF_TIME_LIMIT"] = None
-    csrf = CSRFProtect(app)
-    app.extensions["csrf"] = csrf
     app.register_blueprint(bp)
-
-    @app.errorhandler(CSRFError)
-    def _csrf_error(_e: CSRFError) -> tuple[str, int]:
-        return render_template("error.html", message=gettext("errors.csrf")), 400
-
-    @app.errorhandler(429)
-    def _too_many(_e: object) -> tuple[str, int]:
-        return render_template("error.html", message=gettext("auth.errors.tooManyAttempts")), 429
-
-    @app.errorhandler(500)
-    def _server_error(_e: object) -> tuple[str, int]:
-        return render_template("error.html", message=gettext(service.GENERIC)), 500

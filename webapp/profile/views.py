@@ -24,9 +24,11 @@ from flask_babel import format_date, gettext
 from flask_login import current_user, login_required
 
 from webapp import db
-from webapp.accounts import ratelimit, service
-from webapp.accounts.service import Outcome, User
+from webapp.accounts import profile_commands as commands
+from webapp.accounts import ratelimit, users
+from webapp.accounts.commands import GENERIC, Outcome
 from webapp.accounts.session import refresh_session
+from webapp.accounts.users import User
 
 log = logging.getLogger(__name__)
 bp = Blueprint("profile", __name__, url_prefix="/profile")
@@ -52,7 +54,7 @@ class View:
 def _me() -> User:
     # Re-read: the session's copy was loaded before this request's own change.
     with db.reading() as conn:
-        user = service.get_user(conn, current_user.id)
+        user = users.get_user(conn, current_user.id)
     if user is None:
         raise LookupError("signed-in user has no row")
     return user
@@ -144,7 +146,7 @@ def password() -> Response:
         )
     if not password_check_allowed():
         return limited("password")
-    outcome = service.change_password(current_user, current, new)
+    outcome = commands.change_password(current_user, current, new)
     if outcome.ok and outcome.session_token:
         refresh_session(_me())
     return outcome_response("password", outcome)
@@ -157,7 +159,7 @@ def email() -> Response:
     keep = {"new_email": f.get("new_email", "")}
     if not password_check_allowed():
         return limited("email", keep)
-    outcome = service.change_email(
+    outcome = commands.change_email(
         current_user, f.get("new_email", ""), f.get("current_password", "")
     )
     return outcome_response("email", outcome, oob=("email_status",), keep=keep)
@@ -168,26 +170,26 @@ def email() -> Response:
 def delete() -> Response:
     if not password_check_allowed():
         return limited("danger")
-    outcome = service.request_deletion(current_user, request.form.get("current_password", ""))
+    outcome = commands.request_deletion(current_user, request.form.get("current_password", ""))
     return outcome_response("danger", outcome)
 
 
 @bp.post("/cancel-deletion")
 @login_required
 def cancel_deletion() -> Response:
-    return outcome_response("danger", service.cancel_deletion(current_user))
+    return outcome_response("danger", commands.cancel_deletion(current_user))
 
 
 @bp.post("/resend-verification")
 @login_required
 def resend_verification() -> Response:
-    return outcome_response("account", service.resend_verification(_me()))
+    return outcome_response("account", commands.resend_verification(_me()))
 
 
 @bp.post("/sessions")
 @login_required
 def sessions() -> Response:
-    outcome = service.revoke_other_sessions(current_user)
+    outcome = commands.revoke_other_sessions(current_user)
     if outcome.session_token:
         refresh_session(_me())
     return outcome_response("account", outcome)
@@ -199,7 +201,7 @@ def language() -> Response:
     from flask import flash
     from flask_babel import refresh
 
-    outcome = service.change_language(current_user, request.form.get("language", ""))
+    outcome = commands.change_language(current_user, request.form.get("language", ""))
     if not outcome.ok:
         return outcome_response("account", outcome)
     # The whole page changes language: htmx reloads it (the banner comes back
@@ -237,10 +239,10 @@ def _unexpected(exc: Exception) -> Response:
     try:
         user = _me()
     except Exception:
-        return make_response(render_template("error.html", message=gettext(service.GENERIC)), 500)
+        return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
     if section not in SECTIONS:
         section = "account"
-    resp = respond(View(user, section, {"kind": "error", "text": gettext(service.GENERIC)}), 500)
+    resp = respond(View(user, section, {"kind": "error", "text": gettext(GENERIC)}), 500)
     resp.headers["X-Section-Fragment"] = "1"  # static/app.js lets htmx swap this 500
     return resp
 
