@@ -15,6 +15,7 @@ from webapp.accounts.commands import append_to
 from webapp.accounts.tables import used_tokens, users
 from webapp.accounts.users import get_user
 from webapp.eventstore import NewEvent, VersionConflict
+from webapp.mail import outbox
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ def erase(tenant_id: str, user_id: str, due_by: datetime | None = None) -> bool:
             return False
         append_to(conn, user, NewEvent(ev.ERASED, {}), actor="system:erase-accounts")
         crypto.destroy_key(conn, tenant_id, user_id)
+        outbox.erase_user(conn, tenant_id, user_id)  # addresses and links in unsent mail
         conn.execute(
             delete(used_tokens).where(
                 used_tokens.c.tenant_id == tenant_id, used_tokens.c.user_id == user_id

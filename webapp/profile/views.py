@@ -183,7 +183,11 @@ def cancel_deletion() -> Response:
 @bp.post("/resend-verification")
 @login_required
 def resend_verification() -> Response:
-    return outcome_response("account", commands.resend_verification(_me()))
+    outcome = commands.resend_verification(_me())
+    if outcome.key.startswith("profile.account.resendLimit."):
+        text = {"kind": "error", "text": _text(outcome)}
+        return respond(View(_me(), "account", text), 429)
+    return outcome_response("account", outcome)
 
 
 @bp.post("/sessions")
