@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from tests.mail.conftest import PrivateRedis, SmtpServer
+from tests.mailserver import PrivateRedis, SmtpServer
 from webapp import db
 from webapp.config import ROOT
 from webapp.mail import outbox

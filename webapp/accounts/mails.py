@@ -73,11 +73,17 @@ def _record(
     )
 
 
-def limit_reached(conn: Connection, user: User, kinds: tuple[str, ...]) -> str | None:
-    """ "cooldown" or "hourly" when one more mail of `kinds` would be too many."""
+def limit_reached(
+    conn: Connection, user: User, kind: str, cooldown_after: tuple[str, ...] = ()
+) -> str | None:
+    """ "cooldown" or "hourly" when one more mail of `kind` would be too many:
+    `PER_HOUR` of `kind` an hour, and none within `COOLDOWN` of the latest mail
+    of `kind` or of `cooldown_after`."""
     now = clock.now()
-    count, latest = outbox.recent(conn, user.tenant_id, user.id, kinds, now - timedelta(hours=1))
-    if latest is not None and now - latest < COOLDOWN:
+    hour_ago = now - timedelta(hours=1)
+    count, latest = outbox.recent(conn, user.tenant_id, user.id, (kind,), hour_ago)
+    _, latest_other = outbox.recent(conn, user.tenant_id, user.id, cooldown_after, hour_ago)
+    if any(t is not None and now - t < COOLDOWN for t in (latest, latest_other)):
         return "cooldown"
     if count >= PER_HOUR:
         return "hourly"
@@ -115,7 +121,7 @@ def record_password_changed(conn: Connection, tenant_id: str, user_id: str) -> N
 
 def record_registration_attempt(conn: Connection, tenant_id: str, user_id: str) -> None:
     user = _user(conn, tenant_id, user_id)
-    if limit_reached(conn, user, (REGISTRATION_ATTEMPT,)):
+    if limit_reached(conn, user, REGISTRATION_ATTEMPT):
         return  # the owner has heard about it lately; nobody floods their inbox
     _record(
         conn,

@@ -104,7 +104,9 @@ def resend_verification(user: User) -> Outcome:
         row = _locked(conn, user)
         if row.email_verified:
             return Outcome.error("profile.account.alreadyVerified")
-        limit = mails.limit_reached(conn, row, (mails.VERIFICATION, mails.VERIFICATION_RESEND))
+        limit = mails.limit_reached(
+            conn, row, mails.VERIFICATION_RESEND, cooldown_after=(mails.VERIFICATION,)
+        )
         if limit is not None:
             return Outcome.error(f"profile.account.resendLimit.{limit}")
         mails.record_verification(conn, row.tenant_id, row.id, mails.VERIFICATION_RESEND)
