@@ -9,7 +9,7 @@ from datetime import datetime
 from flask import current_app
 
 from webapp import clock
-from webapp.accounts import erasure
+from webapp.accounts import erasure, signins
 from webapp.jobs import job
 from webapp.tenants import DEFAULT_TENANT
 
@@ -24,4 +24,5 @@ def erase_accounts(tenant_id: str | None, tick: datetime) -> None:
     expired = erasure.erase_unverified(
         tenant, now, current_app.config["APP_CONFIG"].unverified_account_days
     )
+    signins.purge_expired(tenant, now)
     log.info("accounts erased", extra={"tenant": tenant_id, "count": erased, "unverified": expired})

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, delete, exists, select
 
 from webapp import db
-from webapp.accounts import crypto
+from webapp.accounts import crypto, signins
 from webapp.accounts import events as ev
 from webapp.accounts.commands import append_to
 from webapp.accounts.tables import used_tokens, users
@@ -49,6 +49,7 @@ def erase(
         append_to(conn, user, NewEvent(ev.ERASED, {}), actor=actor)
         crypto.destroy_key(conn, tenant_id, user_id)
         outbox.erase_user(conn, tenant_id, user_id)  # addresses and links in unsent mail
+        signins.end_all(conn, tenant_id, user_id)
         conn.execute(
             delete(used_tokens).where(
                 used_tokens.c.tenant_id == tenant_id, used_tokens.c.user_id == user_id

@@ -16,7 +16,7 @@ LANGUAGE_CHANGED = "user.language-changed"  # language
 SESSIONS_REVOKED = "user.sessions-revoked"  # session_token (sealed)
 PASSWORD_RESET_REQUESTED = "user.password-reset-requested"  # (no payload): voids older links
 PASSWORD_RESET = "user.password-reset"  # password_hash, session_token (sealed): by a link
-DELETION_REQUESTED = "user.deletion-requested"  # due_at (ISO 8601)
+DELETION_REQUESTED = "user.deletion-requested"  # due_at (ISO 8601); session_token (sealed)
 DELETION_CANCELLED = "user.deletion-cancelled"
 ERASED = "user.erased"
 

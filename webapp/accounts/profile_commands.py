@@ -9,7 +9,7 @@ from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 
 from webapp import clock, db
-from webapp.accounts import emails, mails, passwords
+from webapp.accounts import emails, mails, passwords, signins
 from webapp.accounts import events as ev
 from webapp.accounts.commands import (
     INVALID_CREDENTIALS,
@@ -48,6 +48,7 @@ def change_password(user: User, current: str, new: str) -> Outcome:
                 },
             ),
         )
+        signins.end_others(conn, row, keep=user.sign_in)
         mails.record_password_changed(conn, row.tenant_id, row.id)
     return Outcome(True, "profile.password.success", session_token=token)
 
@@ -131,22 +132,34 @@ def revoke_other_sessions(user: User) -> Outcome:
         append_to(
             conn, row, NewEvent(ev.SESSIONS_REVOKED, {"session_token": seal(conn, row, token)})
         )
+        signins.end_others(conn, row, keep=user.sign_in)
     return Outcome(True, "profile.account.sessionsRevoked", session_token=token)
 
 
 def request_deletion(user: User, password: str) -> Outcome:
+    """Schedule the erasure and sign out every other session; this one stays,
+    so the user can cancel."""
     if user.deletion_requested:
         return Outcome.error("profile.danger.alreadyRequested")
     if not check_password(user, password):
         return Outcome.error(INVALID_CREDENTIALS, "current_password")
     due = clock.now() + timedelta(days=config().account_deletion_grace_days)
+    token = secrets.token_urlsafe(24)
     with db.transaction() as conn:
         row = fresh(conn, user)
         if row.deletion_requested:
             return Outcome.error("profile.danger.alreadyRequested")
-        append_to(conn, row, NewEvent(ev.DELETION_REQUESTED, {"due_at": due.isoformat()}))
+        append_to(
+            conn,
+            row,
+            NewEvent(
+                ev.DELETION_REQUESTED,
+                {"due_at": due.isoformat(), "session_token": seal(conn, row, token)},
+            ),
+        )
+        signins.end_others(conn, row, keep=user.sign_in)
         mails.record_deletion_requested(conn, row.tenant_id, row.id)
-    return Outcome(True, "profile.danger.requested", {"due_at": due})
+    return Outcome(True, "profile.danger.requested", {"due_at": due}, session_token=token)
 
 
 def cancel_deletion(user: User) -> Outcome:

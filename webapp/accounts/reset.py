@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 
 from webapp import db
-from webapp.accounts import emails, mails, passwords, reset_tokens, tokens
+from webapp.accounts import emails, mails, passwords, reset_tokens, signins, tokens
 from webapp.accounts import events as ev
 from webapp.accounts.commands import Outcome, append_to, config, hasher, seal
 from webapp.accounts.users import address_version, find_by_email
@@ -83,6 +83,7 @@ def reset_password(token: str, new: str, confirm: str) -> Outcome:
                     )
                 )
             append_to(conn, user, *changes, actor="password-reset-link")
+            signins.end_all(conn, user.tenant_id, user.id)
             mails.record_password_changed(conn, user.tenant_id, user.id)
     except (tokens.TokenError, VersionConflict):
         return Outcome.error(INVALID)

@@ -3,7 +3,7 @@ version of the event that set the current address."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -28,15 +28,18 @@ class User:
     deletion_due_at: datetime | None
     created_at: datetime
     version: int
+    # The browser's sign-in (signins.py), set only on the signed-in user.
+    sign_in: str = field(default="", repr=False, compare=False)
 
-    # Flask-Login: the session token is part of the id, so rotating it ends
-    # every session (and remember-me cookie) that carries the old one.
+    # Flask-Login: the id is `<user id>:<session token>:<sign-in secret>`.
+    # Rotating the session token ends every session (and remember-me cookie)
+    # that carries the old one; deleting a sign-in row ends that one session.
     is_authenticated = True
     is_active = True
     is_anonymous = False
 
     def get_id(self) -> str:
-        return f"{self.id}:{self.session_token}"
+        return f"{self.id}:{self.session_token}:{self.sign_in}"
 
     @property
     def deletion_requested(self) -> bool:

@@ -14,10 +14,10 @@ from flask import (
     url_for,
 )
 from flask_babel import gettext
-from flask_login import current_user, logout_user
+from flask_login import current_user
 
 from webapp.accounts import auth, emails, i18n, links, ratelimit
-from webapp.accounts.session import safe_next, sign_in
+from webapp.accounts.session import safe_next, sign_in, sign_out
 
 bp = Blueprint("accounts", __name__)
 
@@ -94,10 +94,7 @@ def login() -> Response:
 
 @bp.post("/logout")
 def logout() -> Response:
-    logout_user()
-    from flask import session
-
-    session.clear()
+    sign_out()
     flash("auth.logout.success")
     return redirect(url_for("accounts.login"))  # type: ignore[return-value]
 
@@ -128,7 +125,7 @@ def revert_page(token: str) -> Response:
 def revert(token: str) -> Response:
     outcome = links.revert_email_change(token)
     if outcome.ok and current_user.is_authenticated:
-        logout_user()
+        sign_out()  # its sign-in row is gone already; drop the cookies too
     return page(
         "accounts/revert.html", 200 if outcome.ok else 400, token=token, outcome=outcome, done=True
     )

@@ -171,6 +171,8 @@ def delete() -> Response:
     if not password_check_allowed():
         return limited("danger")
     outcome = commands.request_deletion(current_user, request.form.get("current_password", ""))
+    if outcome.ok and outcome.session_token:
+        refresh_session(_me())  # every other session ends; this one stays to cancel
     return outcome_response("danger", outcome)
 
 
@@ -216,9 +218,7 @@ def language() -> Response:
         resp.headers["HX-Refresh"] = "true"
         resp.vary.add("HX-Request")
         return resp
-    import flask_login
-
-    flask_login.login_user(_me())  # the page renders in the new language
+    refresh_session(_me())  # the page renders in the new language
     refresh()
     return outcome_response("account", outcome)
 
