@@ -5,13 +5,25 @@ matching `user.email-verified` and records one reminder on timeout."""
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
 
-from tests.accounts.conftest import PASSWORD, body, csrf_token, link_in, mails, post, register
+from tests.accounts.conftest import (
+    PASSWORD,
+    body,
+    csrf_token,
+    link_in,
+    mails,
+    post,
+    register,
+    user_row,
+)
 from webapp import db
+from webapp.accounts import verification_workflow
 from webapp.mail.outbox.jobs import sweep_outbox
+from webapp.mail.outbox.tables import mail_outbox
 from webapp.workflows.resume import resume_due_runs
 from webapp.workflows.tables import workflow_runs
 
@@ -95,3 +107,15 @@ def test_a_failed_send_is_retried_by_the_outbox(
     app.config["APP_CONFIG"] = good
     _tick(clock, work, timedelta(seconds=11))
     assert len(_verification_mails(app, "ada@example.com")) == 1
+
+
+def test_the_reminder_step_run_twice_records_one_mail(app: Any, client: Any, work: Any) -> None:
+    register(client, "ada@example.com")
+    ada = user_row("ada@example.com")
+    trigger = SimpleNamespace(tenant_id="default", aggregate_id=ada.id, version=1)
+    ctx = SimpleNamespace(trigger=trigger)
+    assert verification_workflow.send_reminder(ctx) == "recorded"
+    assert verification_workflow.send_reminder(ctx) == "already recorded"  # a retried step
+    with db.reading() as conn:
+        kinds = list(conn.execute(select(mail_outbox.c.kind)).scalars())
+    assert kinds.count("verification-reminder") == 1

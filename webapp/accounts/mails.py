@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 from webapp import clock
 from webapp.accounts import crypto, links
 from webapp.accounts import events as ev
-from webapp.accounts.users import User, get_user, stream_of
+from webapp.accounts.users import User, address_version, get_user, stream_of
 from webapp.eventstore import read_stream
 from webapp.mail import outbox
 
@@ -103,7 +103,7 @@ def record_verification(
         kind,
         "mail.verify.subject",
         "mail.verify.reminderBody" if reminder else "mail.verify.body",
-        dedupe_key=f"reminder:{user.id}:{user.version}" if reminder else None,
+        dedupe_key=f"reminder:{user.id}:{address_version(conn, user)}" if reminder else None,
         link=f"{_base()}/verify-email/{links.verification_token(user)}",
     )
 
