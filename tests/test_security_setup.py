@@ -11,14 +11,16 @@ from webapp import security, workflows
 from webapp.config import ROOT
 
 
-def _bare_app() -> Flask:
+def _bare_app(config: Any) -> Flask:
     app = Flask("order-test", template_folder=str(ROOT / "templates"))
-    app.config.update(SECRET_KEY="test-secret-key-0123456789abcdef", TESTING=True)
+    app.config.update(APP_CONFIG=config, SECRET_KEY=config.secret_key, TESTING=True)
     return app
 
 
-def test_webhooks_stay_csrf_exempt_when_workflows_are_wired_before_security() -> None:
-    app = _bare_app()
+def test_webhooks_stay_csrf_exempt_when_workflows_are_wired_before_security(
+    make_config: Any,
+) -> None:
+    app = _bare_app(make_config())
     workflows.init_app(app)  # the feature first ...
     security.init_app(app)  # ... app-wide protection after: the exemption still holds
     r = app.test_client().post("/hooks/nowhere", data=b"{}")

@@ -1,6 +1,6 @@
-"""App-wide protections, set up by `create_app` before any feature: CSRF on every
-form, strict response headers, and the app-wide error pages (400 CSRF, 413, 429,
-500). Features never set these up themselves, so the order they are wired in
+"""App-wide protections, set up by `create_app` before any feature: the client
+address behind trusted reverse proxies, CSRF on every form, strict response
+headers, and the app-wide error pages (400 CSRF, 413, 429, 500). Features never set these up themselves, so the order they are wired in
 does not matter (a feature exempts a blueprint from CSRF with `csrf.exempt`,
 which works before and after `init_app`)."""
 
@@ -11,6 +11,7 @@ from typing import Any
 from flask import Flask, Response, render_template, request
 from flask_babel import gettext
 from flask_wtf.csrf import CSRFError, CSRFProtect
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 csrf = CSRFProtect()
 
@@ -24,6 +25,12 @@ CSP = (
 
 
 def init_app(app: Flask) -> None:
+    trusted = app.config["APP_CONFIG"].trusted_proxies
+    if trusted:
+        # X-Forwarded-For/-Proto set by the last `trusted` proxies become the
+        # client address and scheme (per-address rate limits, secure cookies);
+        # with none trusted the headers are ignored, as anyone can send them.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=trusted, x_proto=trusted)  # type: ignore[method-assign]
     # The token lives as long as the session (which sign-in renews).
     app.config["WTF_CSRF_TIME_LIMIT"] = None
     csrf.init_app(app)

@@ -15,7 +15,7 @@ from webapp.accounts.commands import (
     LANGUAGES,
     Outcome,
     append_to,
-    config,
+    check_new_password,
     hasher,
     seal,
 )
@@ -27,14 +27,15 @@ log = logging.getLogger(__name__)
 
 
 def register(email_raw: str, password: str, confirm: str, language: str | None) -> Outcome:
-    email = emails.normalize(email_raw)
-    if email is None:
-        return Outcome.error("auth.errors.invalidEmail", "email")
+    checked = emails.check(email_raw)
+    if checked.error:
+        return Outcome.error(checked.error, "email")
+    email = checked.address
     if password != confirm:
         return Outcome.error("auth.register.mismatch", "confirm")
-    problem = passwords.policy_error(password, email, config().password_min_length)
+    problem = check_new_password(email, password, field="password")
     if problem:
-        return Outcome.error(problem[0], "password", **problem[1])
+        return problem
     # Hash before looking the address up, so both paths cost the same time.
     password_hash = passwords.hash_password(hasher(), password)
     lang = language if language in LANGUAGES else None

@@ -11,6 +11,8 @@ transaction (mails.py) and the worker delivers it.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +23,15 @@ from sqlalchemy import Connection
 from webapp.accounts import crypto, passwords
 from webapp.accounts.users import User, get_user, stream_of
 from webapp.config import Config
-from webapp.eventstore import Metadata, NewEvent, append
+from webapp.eventstore import Metadata, NewEvent, VersionConflict, append
 from webapp.tenants import DEFAULT_TENANT
 
 LANGUAGES = ("en", "de")
 GENERIC = "profile.errors.generic"
 INVALID_CREDENTIALS = "auth.errors.invalidCredentials"
+CONCURRENT_CHANGE = "profile.errors.concurrentChange"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -37,10 +42,23 @@ class Outcome:
     field: str | None = None  # the form field the error belongs to
     user_id: str | None = None
     session_token: str | None = None
+    status: int | None = None  # the HTTP status when it is not the usual one
 
     @classmethod
     def error(cls, key: str, field: str | None = None, **params: Any) -> Outcome:
         return cls(False, key, params, field)
+
+
+def retry_on_conflict(attempt: Callable[[], Outcome]) -> Outcome:
+    """Run a command's transaction; when it meets a concurrent change to the same
+    account (another window, a double click), run it once more on the fresh
+    state, and if that conflicts too answer 409 instead of failing."""
+    for _ in range(2):
+        try:
+            return attempt()
+        except VersionConflict as exc:
+            log.info("account command met a concurrent change", extra={"stream": str(exc)})
+    return Outcome(False, CONCURRENT_CHANGE, status=409)
 
 
 def config() -> Config:
@@ -51,6 +69,20 @@ def config() -> Config:
 def hasher() -> PasswordHasher:
     cfg = config()
     return passwords.hasher(cfg.argon2_time_cost, cfg.argon2_memory_cost, cfg.argon2_parallelism)
+
+
+def check_new_password(
+    email: str, new: str, current_hash: str | None = None, field: str = "new_password"
+) -> Outcome | None:
+    """The error for a new password that breaks the policy (length, common list,
+    the address, zxcvbn strength) or, given the stored hash, equals the current
+    password; None when it is fine. For sign-up, password change and reset."""
+    problem = passwords.policy_error(new, email, config().password_min_length)
+    if problem:
+        return Outcome.error(problem[0], field, **problem[1])
+    if current_hash and passwords.verify_password(hasher(), current_hash, new):
+        return Outcome.error("password.errors.sameAsCurrent", field)
+    return None
 
 
 def check_password(user: User, password: str) -> bool:

@@ -12,7 +12,7 @@ from sqlalchemy import Connection
 from webapp import db
 from webapp.accounts import crypto, reset_tokens, signins, tokens
 from webapp.accounts import events as ev
-from webapp.accounts.commands import Outcome, append_to, config, seal
+from webapp.accounts.commands import Outcome, append_to, config, retry_on_conflict, seal
 from webapp.accounts.users import User, address_version, find_by_email, get_user, stream_of
 from webapp.eventstore import NewEvent, read_stream
 
@@ -46,7 +46,7 @@ def check_verification(token: str) -> Outcome:
 
 
 def verify_email(token: str) -> Outcome:
-    try:
+    def attempt() -> Outcome:
         with db.transaction() as conn:
             user = _check_verify(conn, token)
             tokens.spend(conn, token, user.tenant_id, user.id)
@@ -63,9 +63,12 @@ def verify_email(token: str) -> Outcome:
                     },
                 ),
             )
+        return Outcome(True, "verify.success")
+
+    try:
+        return retry_on_conflict(attempt)
     except tokens.TokenError as e:
         return Outcome.error(f"verify.errors.{e.reason}")
-    return Outcome(True, "verify.success")
 
 
 def revert_token(user_id: str, version: int) -> str:
@@ -107,7 +110,8 @@ def check_revert(token: str) -> Outcome:
 def revert_email_change(token: str) -> Outcome:
     """Restore the address from before the change, verified (the link proved it),
     and end every session: whoever made the change is signed out."""
-    try:
+
+    def attempt() -> Outcome:
         with db.transaction() as conn:
             user, previous, version = _check_revert(conn, token)
             taken = find_by_email(conn, previous)
@@ -133,6 +137,9 @@ def revert_email_change(token: str) -> Outcome:
             reverted = get_user(conn, user.id, user.tenant_id)
             assert reverted is not None
             reset_token = reset_tokens.issue(conn, reverted, actor="email-revert-link")
+        return Outcome(True, "revert.success", {"email": previous, "reset_token": reset_token})
+
+    try:
+        return retry_on_conflict(attempt)
     except tokens.TokenError as e:
         return Outcome.error(f"verify.errors.{e.reason}")
-    return Outcome(True, "revert.success", {"email": previous, "reset_token": reset_token})

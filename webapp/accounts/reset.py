@@ -9,7 +9,14 @@ import secrets
 from webapp import db
 from webapp.accounts import emails, mails, passwords, reset_tokens, signins, tokens
 from webapp.accounts import events as ev
-from webapp.accounts.commands import Outcome, append_to, config, hasher, seal
+from webapp.accounts.commands import (
+    Outcome,
+    append_to,
+    check_new_password,
+    hasher,
+    retry_on_conflict,
+    seal,
+)
 from webapp.accounts.users import address_version, find_by_email
 from webapp.eventstore import NewEvent, VersionConflict
 
@@ -54,37 +61,42 @@ def reset_password(token: str, new: str, confirm: str) -> Outcome:
         return Outcome.error(INVALID)
     if new != confirm:
         return Outcome.error("profile.password.mismatch", "confirm_password")
-    problem = passwords.policy_error(new, user.email, config().password_min_length)
+    problem = check_new_password(user.email, new, user.password_hash)
     if problem:
-        return Outcome.error(problem[0], "new_password", **problem[1])
+        return problem
     new_hash = passwords.hash_password(hasher(), new)
     try:
-        with db.transaction() as conn:
-            user = reset_tokens.check(conn, token)
-            tokens.spend(conn, token, user.tenant_id, user.id)
-            changes = [
+        return retry_on_conflict(lambda: _reset(token, new_hash))
+    except tokens.TokenError:
+        return Outcome.error(INVALID)
+
+
+def _reset(token: str, new_hash: str) -> Outcome:
+    """One attempt, in one transaction (the token is checked again inside it)."""
+    with db.transaction() as conn:
+        user = reset_tokens.check(conn, token)
+        tokens.spend(conn, token, user.tenant_id, user.id)
+        changes = [
+            NewEvent(
+                ev.PASSWORD_RESET,
+                {
+                    "password_hash": seal(conn, user, new_hash),
+                    "session_token": seal(conn, user, secrets.token_urlsafe(24)),
+                },
+            )
+        ]
+        if not user.email_verified:
+            changes.append(
                 NewEvent(
-                    ev.PASSWORD_RESET,
+                    ev.EMAIL_VERIFIED,
                     {
-                        "password_hash": seal(conn, user, new_hash),
-                        "session_token": seal(conn, user, secrets.token_urlsafe(24)),
+                        "email": seal(conn, user, user.email),
+                        "user_id": user.id,
+                        "address_version": address_version(conn, user),
                     },
                 )
-            ]
-            if not user.email_verified:
-                changes.append(
-                    NewEvent(
-                        ev.EMAIL_VERIFIED,
-                        {
-                            "email": seal(conn, user, user.email),
-                            "user_id": user.id,
-                            "address_version": address_version(conn, user),
-                        },
-                    )
-                )
-            append_to(conn, user, *changes, actor="password-reset-link")
-            signins.end_all(conn, user.tenant_id, user.id)
-            mails.record_password_changed(conn, user.tenant_id, user.id)
-    except (tokens.TokenError, VersionConflict):
-        return Outcome.error(INVALID)
+            )
+        append_to(conn, user, *changes, actor="password-reset-link")
+        signins.end_all(conn, user.tenant_id, user.id)
+        mails.record_password_changed(conn, user.tenant_id, user.id)
     return Outcome(True, "reset.success")

@@ -17,6 +17,7 @@ from flask_babel import gettext
 from flask_login import current_user
 
 from webapp.accounts import auth, emails, i18n, links, ratelimit
+from webapp.accounts.commands import Outcome
 from webapp.accounts.session import safe_next, sign_in, sign_out
 
 bp = Blueprint("accounts", __name__)
@@ -24,6 +25,10 @@ bp = Blueprint("accounts", __name__)
 
 def page(template: str, code: int = 200, **ctx: object) -> Response:
     return make_response(render_template(template, **ctx), code)
+
+
+def status(outcome: Outcome) -> int:
+    return 200 if outcome.ok else outcome.status or 400
 
 
 def banner(kind: str, key: str, **params: object) -> dict[str, str]:
@@ -110,9 +115,7 @@ def verify_email_page(token: str) -> Response:
 @bp.post("/verify-email/<token>")
 def verify_email(token: str) -> Response:
     outcome = links.verify_email(token)
-    return page(
-        "accounts/verify.html", 200 if outcome.ok else 400, token=token, outcome=outcome, done=True
-    )
+    return page("accounts/verify.html", status(outcome), token=token, outcome=outcome, done=True)
 
 
 @bp.get("/email-change/revert/<token>")
@@ -123,12 +126,11 @@ def revert_page(token: str) -> Response:
 
 @bp.post("/email-change/revert/<token>")
 def revert(token: str) -> Response:
+    signed_in = current_user.is_authenticated  # loaded before the revert ends the session
     outcome = links.revert_email_change(token)
-    if outcome.ok and current_user.is_authenticated:
+    if outcome.ok and signed_in:
         sign_out()  # its sign-in row is gone already; drop the cookies too
-    return page(
-        "accounts/revert.html", 200 if outcome.ok else 400, token=token, outcome=outcome, done=True
-    )
+    return page("accounts/revert.html", status(outcome), token=token, outcome=outcome, done=True)
 
 
 @bp.after_request

@@ -15,12 +15,13 @@ from flask import (
     Blueprint,
     Flask,
     Response,
+    flash,
     get_flashed_messages,
     make_response,
     render_template,
     request,
 )
-from flask_babel import format_date, gettext
+from flask_babel import format_date, gettext, refresh
 from flask_login import current_user, login_required
 
 from webapp import db
@@ -100,7 +101,7 @@ def outcome_response(
     errors = {outcome.field: True} if outcome.field else {}
     return respond(
         View(user, section, {"kind": "error", "text": _text(outcome)}, errors, keep or {}),
-        422,
+        outcome.status or 422,
     )
 
 
@@ -204,9 +205,6 @@ def sessions() -> Response:
 @bp.post("/language")
 @login_required
 def language() -> Response:
-    from flask import flash
-    from flask_babel import refresh
-
     outcome = commands.change_language(current_user, request.form.get("language", ""))
     if not outcome.ok:
         return outcome_response("account", outcome)
