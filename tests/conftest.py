@@ -5,7 +5,7 @@ a frozen clock, and a way to run the real RQ worker in burst mode."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from flask.testing import FlaskClient
 from redis import Redis
 from sqlalchemy import create_engine, text
 
+from tests.mailserver import PrivateRedis, SmtpServer
 from webapp import clock as clockmod
 from webapp import create_app, db, embedded_redis
 from webapp.clock import FrozenClock
@@ -157,3 +158,28 @@ def work(app: Flask, redis: Redis) -> Any:
 @pytest.fixture
 def runner(app: Flask) -> Any:
     return app.test_cli_runner()
+
+
+@pytest.fixture
+def smtp(app: Flask, make_config: Callable[..., Any]) -> Iterator[SmtpServer]:
+    """The app sends through a real SMTP server on localhost."""
+    server = SmtpServer()
+    server.start()
+    app.config["APP_CONFIG"] = make_config(
+        mail_backend="smtp", smtp_host="127.0.0.1", smtp_port=server.port, smtp_timeout=2
+    )
+    try:
+        yield server
+    finally:
+        server.inbox.hang.clear()
+        server.stop()
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    r = PrivateRedis(tmp_path / "private-redis" / "redis.sock")
+    r.start()
+    try:
+        yield r
+    finally:
+        r.stop()

@@ -120,9 +120,11 @@ class Config:
     smtp_user: str = ""
     smtp_password: str = ""
     smtp_timeout: int = 10
+    mail_max_attempts: int = 10  # outbox deliveries per mail before it is `failed`
     # accounts
     password_min_length: int = 15
     account_deletion_grace_days: int = 14
+    unverified_account_days: int = 7  # never-verified accounts are erased after this
     # argon2id cost; the defaults (RFC 9106 low-memory) exceed OWASP's minimum
     argon2_time_cost: int = 3
     argon2_memory_cost: int = 65536
@@ -163,8 +165,10 @@ class Config:
             smtp_user=env.get("SMTP_USER") or "",
             smtp_password=env.get("SMTP_PASSWORD") or "",
             smtp_timeout=_int(env, "SMTP_TIMEOUT", 10, 1, 300),
+            mail_max_attempts=_int(env, "MAIL_MAX_ATTEMPTS", 10, 1, 50),
             password_min_length=_int(env, "PASSWORD_MIN_LENGTH", 15, 8, 128),
             account_deletion_grace_days=_int(env, "ACCOUNT_DELETION_GRACE_DAYS", 14, 0, 3650),
+            unverified_account_days=_int(env, "UNVERIFIED_ACCOUNT_DAYS", 7, 1, 365),
             argon2_time_cost=_int(env, "ARGON2_TIME_COST", 3, 2, 100),
             argon2_memory_cost=_int(env, "ARGON2_MEMORY_COST", 65536, 19456, 4 * 2**20),
             argon2_parallelism=_int(env, "ARGON2_PARALLELISM", 4, 1, 64),

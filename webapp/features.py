@@ -7,8 +7,10 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     from webapp import accounts, mail, profile, workflows
+    from webapp.mail import outbox
 
     mail.init_app(app)
+    outbox.init_app(app)
     accounts.init_app(app)
     profile.init_app(app)
     workflows.init_app(app)

@@ -1,68 +1,47 @@
-"""Worker jobs of the accounts feature: the account mails.
-
-Each job gets ids only (never an address: Redis holds no personal data), reads
-the current state, and sends. A send failure is logged for operators and
-re-raised so RQ records the job as failed; the account change stays.
-"""
+"""Jobs queued by releases before the mail outbox (ids only). Account mails
+are now recorded in the outbox with the change that causes them
+(webapp/accounts/mails.py) and delivered by `worker.mail_tasks.deliver`; a job
+of the old kind still in the queue at upgrade records its mail there."""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
+from typing import Any
 
 from webapp import db
-from webapp.accounts import mails, users
+from webapp.accounts import mails
 from worker.tasks import in_app
 
-log = logging.getLogger(__name__)
 
-
-def _user(tenant_id: str, user_id: str) -> users.User | None:
-    with db.reading() as conn:
-        return users.get_user(conn, user_id, tenant_id)
-
-
-def _run(kind: str, tenant_id: str, user_id: str, send: object) -> str:
-    user = _user(tenant_id, user_id)
-    if user is None:
-        return "user gone"
+def _record(fn: Callable[..., Any], *args: Any) -> str:
     try:
-        send(user)  # type: ignore[operator]
-    except Exception as exc:
-        log.error(
-            "account mail not sent",
-            extra={"mail": kind, "user": user_id, "error_class": type(exc).__name__},
-        )
-        raise
-    return "sent"
+        with db.transaction() as conn:
+            fn(conn, *args)
+    except LookupError:
+        return "user gone"
+    return "recorded"
 
 
 @in_app
 def send_verification(tenant_id: str, user_id: str) -> str:
-    user = _user(tenant_id, user_id)
-    if user is not None and user.email_verified:
-        return "already verified"
-    return _run("verification", tenant_id, user_id, mails.send_verification)
+    return _record(mails.record_verification, tenant_id, user_id)
 
 
 @in_app
 def send_password_changed(tenant_id: str, user_id: str) -> str:
-    return _run("password-changed", tenant_id, user_id, mails.send_password_changed)
+    return _record(mails.record_password_changed, tenant_id, user_id)
 
 
 @in_app
 def send_registration_attempt(tenant_id: str, user_id: str) -> str:
-    return _run("registration-attempt", tenant_id, user_id, mails.send_registration_attempt)
+    return _record(mails.record_registration_attempt, tenant_id, user_id)
 
 
 @in_app
 def send_deletion_requested(tenant_id: str, user_id: str) -> str:
-    return _run("deletion-requested", tenant_id, user_id, mails.send_deletion_requested)
+    return _record(mails.record_deletion_requested, tenant_id, user_id)
 
 
 @in_app
 def send_email_changed_notice(tenant_id: str, user_id: str, version: int) -> str:
-    def send(user: users.User) -> None:
-        with db.reading() as conn:
-            mails.send_email_changed_notice(conn, user, version)
-
-    return _run("email-changed-notice", tenant_id, user_id, send)
+    return _record(mails.record_email_changed_notice, tenant_id, user_id, version)

@@ -1,16 +1,29 @@
-"""The email-verification workflow on the workflow engine: send with retry,
-wait 24 h for the matching `user.email-verified`, one reminder on timeout."""
+"""The verification mail (recorded in the outbox with the registration or the
+email change, retried by the outbox) and the workflow that waits 24 h for the
+matching `user.email-verified` and records one reminder on timeout."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
 
-from tests.accounts.conftest import PASSWORD, body, csrf_token, link_in, mails, post, register
+from tests.accounts.conftest import (
+    PASSWORD,
+    body,
+    csrf_token,
+    link_in,
+    mails,
+    post,
+    register,
+    user_row,
+)
 from webapp import db
-from webapp.accounts import verification
+from webapp.accounts import verification_workflow
+from webapp.mail.outbox.jobs import sweep_outbox
+from webapp.mail.outbox.tables import mail_outbox
 from webapp.workflows.resume import resume_due_runs
 from webapp.workflows.tables import workflow_runs
 
@@ -29,11 +42,13 @@ def _verification_mails(app: Any, to: str) -> list[Any]:
 def _tick(clock: Any, work: Any, delta: timedelta) -> None:
     clock.advance(delta)
     resume_due_runs("default", clock.now())
+    sweep_outbox(None, clock.now())
     work()
 
 
-def test_the_workflow_sends_the_verification_mail(app: Any, client: Any, work: Any) -> None:
-    assert verification.handled_by_workflow()
+def test_registration_sends_the_mail_and_starts_the_reminder_run(
+    app: Any, client: Any, work: Any
+) -> None:
     register(client, "ada@example.com")
     work()
     assert len(_verification_mails(app, "ada@example.com")) == 1
@@ -79,7 +94,7 @@ def test_email_change_starts_a_run_for_the_new_address(
     assert len(_runs("email-verification-changed")) == 1
 
 
-def test_a_failed_send_is_retried(
+def test_a_failed_send_is_retried_by_the_outbox(
     app: Any, client: Any, work: Any, clock: Any, make_config: Any
 ) -> None:
     good = app.config["APP_CONFIG"]
@@ -92,3 +107,15 @@ def test_a_failed_send_is_retried(
     app.config["APP_CONFIG"] = good
     _tick(clock, work, timedelta(seconds=11))
     assert len(_verification_mails(app, "ada@example.com")) == 1
+
+
+def test_the_reminder_step_run_twice_records_one_mail(app: Any, client: Any, work: Any) -> None:
+    register(client, "ada@example.com")
+    ada = user_row("ada@example.com")
+    trigger = SimpleNamespace(tenant_id="default", aggregate_id=ada.id, version=1)
+    ctx = SimpleNamespace(trigger=trigger)
+    assert verification_workflow.send_reminder(ctx) == "recorded"
+    assert verification_workflow.send_reminder(ctx) == "already recorded"  # a retried step
+    with db.reading() as conn:
+        kinds = list(conn.execute(select(mail_outbox.c.kind)).scalars())
+    assert kinds.count("verification-reminder") == 1

@@ -206,13 +206,16 @@ def test_deletion_request_shows_the_date_and_can_be_cancelled(
 
 
 def test_resend_verification_sends_another_mail(
-    page: Any, server: str, app: Any, work: Any
+    page: Any, server: str, app: Any, work: Any, clock: Any
 ) -> None:
     flows.register_and_sign_in(page, server)
     work()
     assert len(flows.links_to(app, "ada@example.com", "/verify-email/")) == 1
     account = section(page, "Account")
     expect(account.get_by_test_id("profile-email-badge")).to_have_text("Not verified")
+    account.get_by_role("button", name="Resend verification email").click()
+    banner(account, "alert", "We sent a verification email less than a minute ago.")
+    clock.advance(61)
     account.get_by_role("button", name="Resend verification email").click()
     banner(account, "status", "We are sending a new verification email to ada@example.com.")
     work()

@@ -6,7 +6,16 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     """Register this feature's routes, projections and jobs."""
-    from webapp.accounts import erase_job, i18n, projection, ratelimit, session, tables, views
+    from webapp.accounts import (
+        erase_job,
+        i18n,
+        projection,
+        ratelimit,
+        reset_views,
+        session,
+        tables,
+        views,
+    )
 
     del erase_job, tables  # imported for their registrations
     projection.register()
@@ -14,13 +23,14 @@ def init_app(app: Flask) -> None:
     ratelimit.init_app(app)
     session.init_app(app)
     views.init_app(app)
+    reset_views.init_app(app)
     _register_verification_workflow()
 
 
 def _register_verification_workflow() -> None:
-    """The verification mail is the workflow engine's job when the engine is there."""
+    """The verification reminder is the workflow engine's job (when it is there)."""
     try:
         from webapp.accounts import verification_workflow
-    except ImportError:  # engine not installed: worker jobs send it (verification.py)
+    except ImportError:  # engine not installed: no reminder (the first mail is in the outbox)
         return
     verification_workflow.register()

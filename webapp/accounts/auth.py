@@ -9,16 +9,14 @@ import uuid
 from sqlalchemy.exc import IntegrityError
 
 from webapp import db
-from webapp.accounts import crypto, emails, passwords
+from webapp.accounts import crypto, emails, mails, passwords
 from webapp.accounts import events as ev
 from webapp.accounts.commands import (
     LANGUAGES,
     Outcome,
     append_to,
     check_new_password,
-    enqueue_after_commit,
     hasher,
-    request_verification,
     seal,
 )
 from webapp.accounts.users import User, find_by_email, get_user, stream_of
@@ -46,7 +44,7 @@ def register(email_raw: str, password: str, confirm: str, language: str | None) 
             existing = find_by_email(conn, email)
             if existing is not None:
                 # No enumeration: the page says the same; the owner hears about it.
-                enqueue_after_commit(conn, "send_registration_attempt", DEFAULT_TENANT, existing.id)
+                mails.record_registration_attempt(conn, DEFAULT_TENANT, existing.id)
                 return Outcome(True, "auth.register.success", {"email": email})
             user_id = str(uuid.uuid4())
             key = crypto.create_key(conn, DEFAULT_TENANT, user_id)
@@ -67,7 +65,7 @@ def register(email_raw: str, password: str, confirm: str, language: str | None) 
                 0,
                 Metadata(actor="anonymous"),
             )
-            request_verification(conn, user_id)
+            mails.record_verification(conn, DEFAULT_TENANT, user_id)
     except IntegrityError:
         # Lost a race with a concurrent registration of the same address.
         return Outcome(True, "auth.register.success", {"email": email})

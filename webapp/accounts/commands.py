@@ -5,7 +5,8 @@ work for the worker queued after commit.
 Commands run in one transaction, append to the user's stream (the inline
 projection updates `users`) and return an `Outcome`: expected failures are
 values carrying an i18n key, exceptions are bugs or infrastructure. Mail is
-never sent in a command: work for the worker is enqueued after commit.
+never sent in a command: it is recorded in the outbox in the command's
+transaction (mails.py) and the worker delivers it.
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ from argon2 import PasswordHasher
 from flask import current_app
 from sqlalchemy import Connection
 
-from webapp import db, jobs
-from webapp.accounts import crypto, passwords, verification
+from webapp.accounts import crypto, passwords
 from webapp.accounts.users import User, get_user, stream_of
 from webapp.config import Config
 from webapp.eventstore import Metadata, NewEvent, VersionConflict, append
 from webapp.tenants import DEFAULT_TENANT
 
 LANGUAGES = ("en", "de")
-TASKS = "worker.account_tasks"
 GENERIC = "profile.errors.generic"
 INVALID_CREDENTIALS = "auth.errors.invalidCredentials"
 CONCURRENT_CHANGE = "profile.errors.concurrentChange"
@@ -111,20 +110,3 @@ def append_to(conn: Connection, user: User, *new: NewEvent, actor: str | None = 
 def seal(conn: Connection, user: User | str, value: str) -> str:
     user_id = user if isinstance(user, str) else user.id
     return crypto.seal_for(conn, DEFAULT_TENANT, user_id, value)
-
-
-def enqueue_after_commit(conn: Connection, func: str, *args: Any) -> None:
-    def enqueue() -> None:
-        jobs.enqueue(f"{TASKS}.{func}", *args)
-
-    db.after_commit(conn, enqueue)
-
-
-def request_verification(conn: Connection, user_id: str) -> None:
-    """Ask for the verification mail to the user's current address.
-
-    When the email-verification workflow is registered it reacts to the events
-    itself; otherwise a worker job is queued after commit.
-    """
-    if not verification.handled_by_workflow():
-        enqueue_after_commit(conn, "send_verification", DEFAULT_TENANT, user_id)

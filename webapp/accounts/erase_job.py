@@ -1,9 +1,12 @@
-"""The daily erase job: accounts whose deletion grace period has run out."""
+"""The daily erase job: accounts whose deletion grace period has run out, and
+accounts never verified within `UNVERIFIED_ACCOUNT_DAYS` of sign-up."""
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime
+
+from flask import current_app
 
 from webapp import clock
 from webapp.accounts import erasure, signins
@@ -16,7 +19,10 @@ log = logging.getLogger(__name__)
 @job("erase-accounts", cron="0 3 * * *", per_tenant=True, concurrency="skip")
 def erase_accounts(tenant_id: str | None, tick: datetime) -> None:
     # Erase what is due by now (not by the tick), so a late run is never too early.
-    now = clock.now()
-    erased = erasure.erase_due(tenant_id or DEFAULT_TENANT, now)
-    signins.purge_expired(tenant_id or DEFAULT_TENANT, now)
-    log.info("accounts erased", extra={"tenant": tenant_id, "count": erased})
+    tenant, now = tenant_id or DEFAULT_TENANT, clock.now()
+    erased = erasure.erase_due(tenant, now)
+    expired = erasure.erase_unverified(
+        tenant, now, current_app.config["APP_CONFIG"].unverified_account_days
+    )
+    signins.purge_expired(tenant, now)
+    log.info("accounts erased", extra={"tenant": tenant_id, "count": erased, "unverified": expired})

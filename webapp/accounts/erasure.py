@@ -4,9 +4,10 @@ destroyed (crypto-shredding), once a deletion request's grace period has run out
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, delete, select
+from sqlalchemy import Connection, and_, delete, exists, select
 
 from webapp import db
 from webapp.accounts import crypto, signins
@@ -15,13 +16,21 @@ from webapp.accounts.commands import append_to
 from webapp.accounts.tables import used_tokens, users
 from webapp.accounts.users import get_user
 from webapp.eventstore import NewEvent, VersionConflict
+from webapp.eventstore.tables import events
+from webapp.mail import outbox
 
 log = logging.getLogger(__name__)
 
 
-def erase(tenant_id: str, user_id: str, due_by: datetime | None = None) -> bool:
+def erase(
+    tenant_id: str,
+    user_id: str,
+    due_by: datetime | None = None,
+    unverified_before: datetime | None = None,
+) -> bool:
     """Erase one account: event, read-model row and spent tokens gone, key destroyed.
-    With `due_by`, only when a deletion request for it has run out by then."""
+    With `due_by`, only when a deletion request for it has run out by then; with
+    `unverified_before`, only when it was created before then and never verified."""
     with db.transaction() as conn:
         user = get_user(conn, user_id, tenant_id)
         if user is None:
@@ -32,8 +41,14 @@ def erase(tenant_id: str, user_id: str, due_by: datetime | None = None) -> bool:
             and user.deletion_due_at <= due_by
         ):
             return False
-        append_to(conn, user, NewEvent(ev.ERASED, {}), actor="system:erase-accounts")
+        if unverified_before is not None and not (
+            user.created_at <= unverified_before and not _ever_verified(conn, tenant_id, user_id)
+        ):
+            return False
+        actor = "system:erase-accounts" if unverified_before is None else "system:expire-unverified"
+        append_to(conn, user, NewEvent(ev.ERASED, {}), actor=actor)
         crypto.destroy_key(conn, tenant_id, user_id)
+        outbox.erase_user(conn, tenant_id, user_id)  # addresses and links in unsent mail
         signins.end_all(conn, tenant_id, user_id)
         conn.execute(
             delete(used_tokens).where(
@@ -63,4 +78,56 @@ def erase_due(tenant_id: str, now: datetime) -> int:
             erased += erase(tenant_id, user_id, due_by=now)
         except VersionConflict:
             log.info("erase skipped: concurrent change; next run retries", extra={"user": user_id})
+    return erased
+
+
+# An address counts as proven once a link sent to it was used: verification,
+# a revert of an email change, or a password reset (which verifies).
+_PROOF = (ev.EMAIL_VERIFIED, ev.EMAIL_CHANGE_REVERTED)
+
+
+def _proven(tenant_id: str) -> Any:
+    return exists().where(
+        events.c.tenant_id == tenant_id,
+        events.c.aggregate_type == ev.AGGREGATE,
+        events.c.aggregate_id == users.c.id,
+        events.c.type.in_(_PROOF),
+    )
+
+
+def _ever_verified(conn: Connection, tenant_id: str, user_id: str) -> bool:
+    found = conn.execute(
+        select(events.c.position)
+        .where(
+            events.c.tenant_id == tenant_id,
+            events.c.aggregate_type == ev.AGGREGATE,
+            events.c.aggregate_id == user_id,
+            events.c.type.in_(_PROOF),
+        )
+        .limit(1)
+    ).first()
+    return found is not None
+
+
+def erase_unverified(tenant_id: str, now: datetime, days: int) -> int:
+    """Erase accounts whose address was never verified within `days` of sign-up,
+    so an address registered by someone else is free again."""
+    cutoff = now - timedelta(days=days)
+    with db.reading() as conn:
+        due = list(
+            conn.execute(
+                select(users.c.id).where(
+                    users.c.tenant_id == tenant_id,
+                    users.c.email_verified.is_(False),
+                    users.c.created_at <= cutoff,
+                    ~_proven(tenant_id),
+                )
+            ).scalars()
+        )
+    erased = 0
+    for user_id in due:
+        try:
+            erased += erase(tenant_id, user_id, unverified_before=cutoff)
+        except VersionConflict:
+            log.info("expiry skipped: concurrent change; next run retries", extra={"user": user_id})
     return erased

@@ -14,6 +14,8 @@ PASSWORD_CHANGED = "user.password-changed"  # password_hash, session_token (seal
 PASSWORD_REHASHED = "user.password-rehashed"  # password_hash (sealed): new cost parameters
 LANGUAGE_CHANGED = "user.language-changed"  # language
 SESSIONS_REVOKED = "user.sessions-revoked"  # session_token (sealed)
+PASSWORD_RESET_REQUESTED = "user.password-reset-requested"  # (no payload): voids older links
+PASSWORD_RESET = "user.password-reset"  # password_hash, session_token (sealed): by a link
 DELETION_REQUESTED = "user.deletion-requested"  # due_at (ISO 8601); session_token (sealed)
 DELETION_CANCELLED = "user.deletion-cancelled"
 ERASED = "user.erased"
@@ -27,6 +29,8 @@ ALL = (
     PASSWORD_REHASHED,
     LANGUAGE_CHANGED,
     SESSIONS_REVOKED,
+    PASSWORD_RESET_REQUESTED,
+    PASSWORD_RESET,
     DELETION_REQUESTED,
     DELETION_CANCELLED,
     ERASED,

@@ -10,7 +10,7 @@ import secrets
 from sqlalchemy import Connection
 
 from webapp import db
-from webapp.accounts import crypto, signins, tokens
+from webapp.accounts import crypto, reset_tokens, signins, tokens
 from webapp.accounts import events as ev
 from webapp.accounts.commands import Outcome, append_to, config, retry_on_conflict, seal
 from webapp.accounts.users import User, address_version, find_by_email, get_user, stream_of
@@ -132,7 +132,12 @@ def revert_email_change(token: str) -> Outcome:
                 actor="email-revert-link",
             )
             signins.end_all(conn, user.tenant_id, user.id)
-        return Outcome(True, "revert.success", {"email": previous})
+            # Whoever changed the address may also have changed the password:
+            # the page offers a new one at once, with a fresh reset link.
+            reverted = get_user(conn, user.id, user.tenant_id)
+            assert reverted is not None
+            reset_token = reset_tokens.issue(conn, reverted, actor="email-revert-link")
+        return Outcome(True, "revert.success", {"email": previous, "reset_token": reset_token})
 
     try:
         return retry_on_conflict(attempt)

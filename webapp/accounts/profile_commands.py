@@ -10,10 +10,11 @@ from __future__ import annotations
 import secrets
 from datetime import timedelta
 
+from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 
 from webapp import clock, db
-from webapp.accounts import emails, passwords, signins, verification
+from webapp.accounts import emails, mails, passwords, signins
 from webapp.accounts import events as ev
 from webapp.accounts.commands import (
     INVALID_CREDENTIALS,
@@ -23,13 +24,12 @@ from webapp.accounts.commands import (
     check_new_password,
     check_password,
     config,
-    enqueue_after_commit,
     fresh,
     hasher,
-    request_verification,
     retry_on_conflict,
     seal,
 )
+from webapp.accounts.tables import users
 from webapp.accounts.users import User, find_by_email
 from webapp.eventstore import NewEvent
 
@@ -60,7 +60,7 @@ def change_password(user: User, current: str, new: str) -> Outcome:
                 ),
             )
             signins.end_others(conn, row, keep=user.sign_in)
-            enqueue_after_commit(conn, "send_password_changed", row.tenant_id, row.id)
+            mails.record_password_changed(conn, row.tenant_id, row.id)
         return Outcome(True, "profile.password.success", session_token=token)
 
     return retry_on_conflict(attempt)
@@ -95,11 +95,9 @@ def change_email(user: User, new_raw: str, password: str) -> Outcome:
                         },
                     ),
                 )
-                request_verification(conn, row.id)
+                mails.record_verification(conn, row.tenant_id, row.id)
                 # The old address hears about it, with a link that undoes the change.
-                enqueue_after_commit(
-                    conn, "send_email_changed_notice", row.tenant_id, row.id, row.version + 1
-                )
+                mails.record_email_changed_notice(conn, row.tenant_id, row.id, row.version + 1)
         except IntegrityError:
             return Outcome.error("user.errors.emailAlreadyExists", "new_email")
         return Outcome(True, "profile.email.success")
@@ -107,11 +105,31 @@ def change_email(user: User, new_raw: str, password: str) -> Outcome:
     return retry_on_conflict(attempt)
 
 
+def _locked(conn: Connection, user: User) -> User:
+    """The user's row, locked until commit (PostgreSQL; SQLite's write lock is
+    taken at BEGIN): two resends at once count each other's mail."""
+    conn.execute(
+        select(users.c.id)
+        .where(users.c.tenant_id == user.tenant_id, users.c.id == user.id)
+        .with_for_update()
+    )
+    return fresh(conn, user)
+
+
 def resend_verification(user: User) -> Outcome:
     if user.email_verified:
         return Outcome.error("profile.account.alreadyVerified")
-    verification.resend(user)
-    return Outcome(True, "profile.account.verificationSent", {"email": user.email})
+    with db.transaction() as conn:
+        row = _locked(conn, user)
+        if row.email_verified:
+            return Outcome.error("profile.account.alreadyVerified")
+        limit = mails.limit_reached(
+            conn, row, mails.VERIFICATION_RESEND, cooldown_after=(mails.VERIFICATION,)
+        )
+        if limit is not None:
+            return Outcome.error(f"profile.account.resendLimit.{limit}")
+        mails.record_verification(conn, row.tenant_id, row.id, mails.VERIFICATION_RESEND)
+    return Outcome(True, "profile.account.verificationSent", {"email": row.email})
 
 
 def change_language(user: User, language: str) -> Outcome:
@@ -171,7 +189,7 @@ def request_deletion(user: User, password: str) -> Outcome:
                 ),
             )
             signins.end_others(conn, row, keep=user.sign_in)
-            enqueue_after_commit(conn, "send_deletion_requested", row.tenant_id, row.id)
+            mails.record_deletion_requested(conn, row.tenant_id, row.id)
         return Outcome(True, "profile.danger.requested", {"due_at": due}, session_token=token)
 
     return retry_on_conflict(attempt)
@@ -186,6 +204,7 @@ def cancel_deletion(user: User) -> Outcome:
             if row.deletion_due_at <= clock.now():
                 return Outcome.error("profile.danger.gracePeriodExpired")
             append_to(conn, row, NewEvent(ev.DELETION_CANCELLED, {}))
+            mails.record_deletion_cancelled(conn, row.tenant_id, row.id)
         return Outcome(True, "profile.danger.cancelSuccess")
 
     return retry_on_conflict(attempt)

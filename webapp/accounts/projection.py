@@ -71,6 +71,10 @@ def on_password_changed(conn: Connection, e: Event) -> None:
     )
 
 
+def on_version_only(conn: Connection, e: Event) -> None:
+    _update(conn, e)
+
+
 def on_password_rehashed(conn: Connection, e: Event) -> None:
     _update(conn, e, password_hash=_open(conn, e, "password_hash"))
 
@@ -109,6 +113,8 @@ def register() -> None:
         ev.EMAIL_VERIFIED: on_email_verified,
         ev.EMAIL_CHANGE_REVERTED: on_email_change_reverted,
         ev.PASSWORD_CHANGED: on_password_changed,
+        ev.PASSWORD_RESET: on_password_changed,
+        ev.PASSWORD_RESET_REQUESTED: on_version_only,
         ev.PASSWORD_REHASHED: on_password_rehashed,
         ev.LANGUAGE_CHANGED: on_language_changed,
         ev.SESSIONS_REVOKED: on_sessions_revoked,

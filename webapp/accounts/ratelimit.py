@@ -27,6 +27,8 @@ LIMITS = {
     "login-account": "5 per 5 minutes",  # failed sign-ins per account (address typed)
     "password-check": "5 per minute",  # current-password checks per signed-in user
     "register-ip": "20 per minute",  # registrations per client address
+    "reset-ip": "20 per hour",  # "Forgot password?" requests per client address
+    "reset-account": "3 per hour",  # reset links per address typed (more: no mail)
 }
 
 

@@ -21,7 +21,12 @@ from webapp.accounts.tables import used_tokens
 
 VERIFY_EMAIL = "verify-email"
 REVERT_EMAIL = "revert-email-change"
-LIFETIMES = {VERIFY_EMAIL: timedelta(hours=48), REVERT_EMAIL: timedelta(days=7)}
+RESET_PASSWORD = "reset-password"
+LIFETIMES = {
+    VERIFY_EMAIL: timedelta(hours=48),
+    REVERT_EMAIL: timedelta(days=7),
+    RESET_PASSWORD: timedelta(hours=1),
+}
 
 
 class _ClockSigner(TimestampSigner):

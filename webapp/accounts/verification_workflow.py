@@ -1,14 +1,16 @@
-"""The email-verification workflow (issue 3 item 12), on the workflow engine.
+"""The email-verification reminder, on the workflow engine.
 
-On `user.registered` and on `user.email-changed` (one workflow each, the same
-steps): send the verification mail inside a retry (3 attempts, exponential
-backoff), wait up to 24 h for `user.email-verified` of the same user *and* the
-same address (the verified event names the version of the event that set the
-address), and on timeout send one reminder, unless the address was verified
-or changed meanwhile.
+The verification mail itself is recorded in the outbox by the command that
+registers the account or changes its address (same transaction; the outbox
+retries it). On `user.registered` and on `user.email-changed` (one workflow
+each, the same steps) this waits up to 24 h for `user.email-verified` of the
+same user *and* the same address (the verified event names the version of the
+event that set the address), and on timeout records one reminder in the outbox
+(once per address, even if the step runs twice), unless the address was
+verified or changed meanwhile.
 
 The steps keep no personal data in their results (they are stored in the
-run's events): they look the address up when they send and return only ids.
+run's events): they return only ids and words.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from webapp import db
 from webapp.accounts import events as ev
-from webapp.accounts import mails, users, verification
+from webapp.accounts import mails, users
 from webapp.workflows import api as wf
 from webapp.workflows import match, registry
 
@@ -34,20 +36,14 @@ def _current_user(ctx: Any) -> users.User | None:
     return user
 
 
-def send_first(ctx: Any) -> str:
-    user = _current_user(ctx)
-    if user is None:
-        return "skipped"
-    mails.send_verification(user)  # raises on failure: the retry step tries again
-    return "sent"
-
-
 def send_reminder(ctx: Any) -> str:
-    user = _current_user(ctx)
-    if user is None:
+    if _current_user(ctx) is None:
         return "skipped"
-    mails.send_verification(user, reminder=True)
-    return "sent"
+    with db.transaction() as conn:
+        recorded = mails.record_verification(
+            conn, ctx.trigger.tenant_id, ctx.trigger.aggregate_id, mails.VERIFICATION_REMINDER
+        )
+    return "recorded" if recorded else "already recorded"
 
 
 def _awaited(ctx: Any) -> Any:
@@ -64,7 +60,6 @@ def _define(name: str, event_type: str) -> wf.Workflow:
         key=lambda event: f"{event.aggregate_id}:{event.version}",
         awaits={"verified": ev.EMAIL_VERIFIED},
         steps=[
-            wf.retry("send", times=3, backoff="exponential", do=[wf.compute("mail", send_first)]),
             wf.wait_for_event("verified", event="verified", timeout=WAIT, match=_awaited),
             wf.branch(
                 "remind",
@@ -82,4 +77,3 @@ ON_EMAIL_CHANGED = _define("email-verification-changed", ev.EMAIL_CHANGED)
 def register() -> None:
     registry.register(ON_REGISTERED)
     registry.register(ON_EMAIL_CHANGED)
-    verification.set_handled_by_workflow(True)

@@ -196,7 +196,13 @@ def cancel_deletion() -> Response:
 @bp.post("/resend-verification")
 @login_required
 def resend_verification() -> Response:
-    return outcome_response("account", commands.resend_verification(_me()))
+    me = _me()
+    outcome = commands.resend_verification(me)
+    if outcome.key.startswith("profile.account.resendLimit."):
+        form = forms.blank("account", me.deletion_requested)
+        form.add_error(None, _text(outcome))
+        return respond(View(me, "account", form), 429)
+    return outcome_response("account", outcome)
 
 
 @bp.post("/sessions")
