@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask, Response, g, render_template, request
 
-from webapp import db, logs
+from webapp import app_modules, db, logs
 from webapp.config import ROOT, Config
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,8 @@ def create_app(config: Config | None = None) -> Flask:
     _request_ids(app)
     _security_headers(app)
     features.init_app(app)
+    # The application's own workflows (WORKFLOW_MODULES), in every process.
+    app_modules.load(app, config.workflow_modules)
     _mount_projections()
     return app
 

@@ -7,6 +7,7 @@ the variable, so a typo never turns into a confusing failure later.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -95,6 +96,21 @@ def _redis_url(env: Mapping[str, str], instance: Path) -> tuple[str, bool]:
     return raw, False
 
 
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _module_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Comma-separated dotted module names, e.g. `myapp.flows,billing.flows`."""
+    names = tuple(part.strip() for part in (env.get(name) or "").split(",") if part.strip())
+    for module in names:
+        if not _MODULE_NAME.fullmatch(module):
+            raise ConfigError(
+                f"{name} must list Python module names separated by commas "
+                f"(e.g. myapp.flows,billing.flows), got {module!r}"
+            )
+    return names
+
+
 @dataclass(frozen=True)
 class Config:
     instance_path: Path
@@ -129,6 +145,10 @@ class Config:
     # workflows / projections
     projection_max_attempts: int = 5
     webhook_max_body: int = 256 * 1024
+    # the application's own modules (workflows, handlers), imported by every process
+    workflow_modules: tuple[str, ...] = ()
+    # how often the scheduler checks that Redis still holds every schedule entry
+    scheduler_resync_seconds: int = 15
     secrets: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -167,6 +187,8 @@ class Config:
             base_url=(env.get("BASE_URL") or f"http://127.0.0.1:{port}").rstrip("/"),
             projection_max_attempts=_int(env, "PROJECTION_MAX_ATTEMPTS", 5, 1, 100),
             webhook_max_body=_int(env, "WEBHOOK_MAX_BODY", 256 * 1024, 1024, 10 * 2**20),
+            workflow_modules=_module_list(env, "WORKFLOW_MODULES"),
+            scheduler_resync_seconds=_int(env, "SCHEDULER_RESYNC_SECONDS", 15, 1, 3600),
             # Named secrets for webhooks (SECRET_<NAME>=value), looked up by name only.
             secrets={
                 k[len("SECRET_") :].lower(): v

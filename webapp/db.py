@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +25,8 @@ metadata = MetaData()
 
 _engine: Engine | None = None
 _after_commit_hooks: list[Callable[[Connection], object]] = []
+# The innermost open `transaction()` of this thread/task (webapp.events.publish joins it).
+_current: ContextVar[Connection | None] = ContextVar("current_transaction", default=None)
 
 
 def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
@@ -82,9 +85,13 @@ def transaction() -> Iterator[Connection]:
     conn = engine.connect()
     if is_sqlite(engine):
         conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+    token = _current.set(conn)
     try:
-        with conn.begin():
-            yield conn
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            _current.reset(token)
         deferred = conn.info.pop("after_commit", [])
         hooks = list(_after_commit_hooks) if conn.info.pop("events_appended", 0) else []
         for fn in [*deferred, *((lambda h=h: h(conn)) for h in hooks)]:
@@ -96,6 +103,11 @@ def transaction() -> Iterator[Connection]:
         conn.info.pop("events_appended", None)
         conn.info.pop("after_commit", None)
         conn.close()
+
+
+def current_transaction() -> Connection | None:
+    """The connection of the innermost `transaction()` open here, if any."""
+    return _current.get()
 
 
 def after_commit(conn: Connection, fn: Callable[[], None]) -> None:
