@@ -3,11 +3,14 @@ subprocesses, a private redis-server, and polling with a generous deadline."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -127,3 +130,67 @@ def private_redis() -> Iterator[PrivateRedis]:
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+class TcpProxy:
+    """A TCP relay to `upstream` on a fixed local port. `stop()` closes the port
+    and cuts every relayed connection (the server looks gone to its clients);
+    `start()` opens the same port again. Used to take PostgreSQL away from the
+    worker and scheduler without touching the shared server."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+        self._listener: socket.socket | None = None
+        self._conns: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        lst = socket.socket()
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lst.bind(("127.0.0.1", self.port))
+        lst.listen(64)
+        self._listener = lst
+        threading.Thread(target=self._accept, args=(lst,), daemon=True).start()
+
+    def _accept(self, lst: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = lst.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream, timeout=5)
+                server.settimeout(None)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._conns += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for s in conns:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
