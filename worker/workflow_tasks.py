@@ -6,6 +6,7 @@ import time
 
 from webapp import clock
 from webapp.workflows import resume
+from webapp.workflows.drain import drain as drain_due
 from worker.tasks import in_app
 
 # rq-scheduler stores whole seconds, so a timed job can fire up to a second
@@ -33,4 +34,4 @@ def advance(tenant_id: str, run_id: str) -> str:
 
 @in_app
 def drain(tenant_id: str) -> int:
-    return resume.drain(tenant_id)
+    return drain_due(tenant_id)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from tests.accounts.conftest import PASSWORD, body, csrf_token, link_in, mails, post, register
 from webapp import db
 from webapp.accounts import verification
-from webapp.workflows.resume import resume_due_runs
+from webapp.workflows.sweep import resume_due_runs
 from webapp.workflows.tables import workflow_runs
 
 

@@ -15,14 +15,16 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from webapp.eventstore import Event, projections
-from webapp.workflows import api, engine
 from webapp.workflows import match as matchmod
+from webapp.workflows import runs
+from webapp.workflows.model import Workflow
 from webapp.workflows.tables import workflow_run_pending
+from webapp.workflows.timers import schedule_resume
 
 log = logging.getLogger("webapp.workflows")
 
 
-def projection_name(wf: api.Workflow) -> str:
+def projection_name(wf: Workflow) -> str:
     return f"workflow-{wf.name}-wakeup"
 
 
@@ -38,8 +40,8 @@ def apply(conn: Connection, event: Event, workflow_name: str) -> None:
     for row in rows:
         if not _matches(row, event):
             continue
-        engine.wake(conn, row.tenant_id, row.run_id, row.step_index, event)
-        engine.schedule_resume(conn, row.tenant_id, row.run_id, row.step_index, event.recorded_at)
+        if runs.wake(conn, row.tenant_id, row.run_id, row.step_index, event):
+            schedule_resume(conn, row.tenant_id, row.run_id, row.step_index, event.recorded_at)
 
 
 def _matches(row: Any, event: Event) -> bool:
@@ -58,7 +60,7 @@ def _matches(row: Any, event: Event) -> bool:
         return False
 
 
-def mount(wf: api.Workflow) -> None:
+def mount(wf: Workflow) -> None:
     types = set(wf.awaits.values())
     if types:
         # Start from now: rows that exist before mounting are covered by the
@@ -69,5 +71,5 @@ def mount(wf: api.Workflow) -> None:
         )
 
 
-def unmount(wf: api.Workflow) -> None:
+def unmount(wf: Workflow) -> None:
     projections.unregister(projection_name(wf))
