@@ -19,25 +19,17 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from webapp import db
+from webapp.workflows.infra import is_infrastructure
 
 log = logging.getLogger(__name__)
 
-# Errors that say "a service is unreachable", not "this job is wrong".
-INFRA_ERRORS: tuple[type[BaseException], ...] = (
-    RedisConnectionError,
-    RedisTimeoutError,
-    OperationalError,
-    InterfaceError,
-    ConnectionError,  # the builtin: refused, reset, broken pipe
-)
-
 
 def is_infra_error(exc: BaseException | None) -> bool:
+    """A service was unreachable (the engine's classification, plus a dropped
+    driver connection and the builtin connection errors), not "this job is wrong"."""
     if exc is None:
         return False
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, INFRA_ERRORS)
+    return is_infrastructure(exc) or isinstance(exc, InterfaceError | ConnectionError)
 
 
 class Backoff:
