@@ -54,6 +54,7 @@ class Child:
         self.proc = self._start()
         self.started_at = time.monotonic()
         self.restart_at = None
+        say(self.name, f"started (pid {self.proc.pid})")
         if self.proc.stdout is not None:
             threading.Thread(target=_pump, args=(self.name, self.proc.stdout), daemon=True).start()
 
