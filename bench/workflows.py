@@ -82,14 +82,10 @@ def register_all() -> None:
         registry.register(wf)
 
 
-def worker_main() -> None:
-    """Entry of a bench worker subprocess: the app, the bench workflows, the worker."""
-    from worker.run_worker import main
-    from worker.tasks import _worker_app
-
-    _worker_app()
+def register(app: Any) -> None:
+    """The WORKFLOW_MODULES hook: every bench process (this one, the workers and
+    the scheduler) loads the bench workflows the way an application would."""
     register_all()
-    main()
 
 
 def pct(values: list[float], p: float) -> float:
@@ -110,6 +106,7 @@ class Bench:
             "SECRET_KEY": "bench-secret-key-0123456789abcdef",
             "LOG_LEVEL": "WARNING",
             "PYTHONPATH": str(ROOT),
+            "WORKFLOW_MODULES": "bench.workflows",
         }
         self.procs: list[subprocess.Popen[bytes]] = []
         from webapp import create_app
@@ -119,7 +116,6 @@ class Bench:
         self.app = create_app(cfg)
         self.ctx = self.app.app_context()
         self.ctx.push()
-        register_all()
         from webapp.eventstore import projections
 
         projections.ensure_cursors()
@@ -128,13 +124,7 @@ class Bench:
         for _ in range(WORKERS):
             self.procs.append(
                 subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-c",
-                        "from bench.workflows import worker_main; worker_main()",
-                    ],
-                    cwd=ROOT,
-                    env=self.env,
+                    [sys.executable, "-m", "worker.run_worker"], cwd=ROOT, env=self.env
                 )
             )
         self.procs.append(
