@@ -16,6 +16,7 @@ Outages never end the process:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -76,6 +77,24 @@ def retry_after_outage(
     return True
 
 
+class OncePerOutage(logging.Filter):
+    """RQ logs every reconnect attempt while Redis is down; keep only the first
+    (any other line from RQ means the connection works again)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "could not connect to Redis" in record.getMessage():
+            if self.down:
+                return False
+            self.down = True
+            return True
+        self.down = False
+        return True
+
+
 class _TracksJob:
     """Remembers the job in flight, to enqueue it again if Redis vanished under it."""
 
@@ -114,6 +133,14 @@ def _enqueue_again(conn: Redis, job: Job) -> None:
         )
 
 
+def _stop_pubsub(w: Any) -> None:
+    """RQ's command listener thread outlives a loop that ended without Redis."""
+    thread = getattr(w, "pubsub_thread", None)
+    if thread is not None:
+        with contextlib.suppress(Exception):
+            thread.stop()
+
+
 def run(conn: Redis, log_level: str, worker_class: type[Any], name: str) -> None:
     """Run RQ workers until a signal asks us to stop; an outage restarts the loop."""
     stop = threading.Event()
@@ -133,6 +160,7 @@ def run(conn: Redis, log_level: str, worker_class: type[Any], name: str) -> None
             w.work(with_scheduler=False, logging_level=log_level)
         except (RedisError, OSError) as exc:  # RQ's teardown without Redis
             error = exc
+        _stop_pubsub(w)
         if w._stop_requested or stop.is_set():
             return
         # The RQ loop ended on its own: an outage (or a bug in RQ's bookkeeping).
@@ -153,6 +181,7 @@ def main() -> None:
         sys.exit(f"configuration error: {exc}")
     cfg = app.config["APP_CONFIG"]
     setup(cfg.log_level, process="worker")
+    logging.getLogger("rq.worker").addFilter(OncePerOutage())
     worker_class: type = AppSimpleWorker
     if os.environ.get("WORKER_CLASS") == "fork":
         worker_class = AppForkWorker
