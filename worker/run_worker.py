@@ -16,6 +16,7 @@ from rq import SimpleWorker, Worker
 from webapp.jobs.queue import QUEUES
 from webapp.logs import setup
 from webapp.redis_conn import redis_for
+from webapp.workflows import timer
 from worker.tasks import _worker_app
 
 
@@ -32,6 +33,9 @@ def main() -> None:
         connection=conn,
         name=f"{socket.gethostname()}-{os.getpid()}",
     )
+    # The precise workflow timer and the expired-lease check run beside the
+    # jobs in every worker: a run whose worker died continues once any worker lives.
+    timer.start_thread(app)
     with app.app_context():
         w.work(with_scheduler=False, logging_level=cfg.log_level)
 

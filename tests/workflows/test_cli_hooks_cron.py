@@ -10,7 +10,7 @@ import pytest
 from tests.workflows.conftest import emit, only_run, runs, types
 from webapp.workflows import api as w
 from webapp.workflows import trigger
-from webapp.workflows.views import sign
+from webapp.workflows.views import signed_headers
 
 
 @pytest.fixture
@@ -81,20 +81,16 @@ def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):
         r = client.post(
             "/hooks/incoming",
             data=b"not json",
-            headers={"X-Signature-256": sign("s3cret", b"not json")},
+            headers=signed_headers("s3cret", b"not json"),
         )
         assert r.status_code == 400 and r.get_json() == {"error": "body must be JSON"}
         big = b'{"x": "' + b"a" * 4000 + b'"}'
-        r = client.post(
-            "/hooks/incoming", data=big, headers={"X-Signature-256": sign("s3cret", big)}
-        )
+        r = client.post("/hooks/incoming", data=big, headers=signed_headers("s3cret", big))
         assert r.status_code == 413 and "too large" in r.get_json()["error"]
         assert client.post("/hooks/nowhere", data=body).status_code == 404
         SimpleWorker(["default"], connection=redis).work(burst=True)
         assert runs("hooked") == []
-        r = client.post(
-            "/hooks/incoming", data=body, headers={"X-Signature-256": sign("s3cret", body)}
-        )
+        r = client.post("/hooks/incoming", data=body, headers=signed_headers("s3cret", body))
         assert r.status_code == 202
         SimpleWorker(["default"], connection=redis).work(burst=True)
         run = only_run("hooked")
