@@ -5,7 +5,8 @@ Fenced blocks must carry an info string:
 - `python`: executed, the blocks of one document in order and in one namespace,
   inside an app context on a clean database;
 - `sh`: every line is a `flask --app wsgi ...` command, run through the app's
-  CLI and expected to succeed;
+  CLI and expected to succeed; any other shell block must be listed in
+  `RUN_ELSEWHERE` with the test that runs it;
 - `console` / `text`: shown only (transcripts, placeholders, diagrams, output).
 Any other (or no) info string fails the suite: a new example is either run or
 explicitly marked as not runnable.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+import textwrap
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -33,8 +35,16 @@ from webapp.workflows.tables import workflow_runs
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = ("python", "sh")
 SHOWN = ("console", "text")
-FENCE = re.compile(r"^```(.*)$")
+FENCE = re.compile(r"^(\s*)```(.*)$")
 FLASK = (["flask", "--app", "wsgi"], [".venv/bin/flask", "--app", "wsgi"])
+# Shell blocks that are not flask commands, by a text they contain: the test
+# (file, function) that runs them.
+RUN_ELSEWHERE = {
+    "openssl dgst": (
+        "tests/workflows/test_cli_hooks_cron.py",
+        "test_the_docs_openssl_curl_example_signs_a_request_we_accept",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -52,8 +62,9 @@ def blocks(path: Path) -> list[Block]:
     while i < len(lines):
         m = FENCE.match(lines[i])
         if m:
-            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
-            out.append(Block(path, i + 1, m.group(1).strip(), "\n".join(lines[i + 1 : end])))
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip().startswith("```"))
+            code = textwrap.dedent("\n".join(lines[i + 1 : end]))
+            out.append(Block(path, i + 1, m.group(2).strip(), code))
             i = end
         i += 1
     return out
@@ -110,9 +121,21 @@ def test_python_blocks_run(path, app, own_workflows):
             raise AssertionError(f"{path.relative_to(ROOT)}:{b.line} failed: {exc!r}") from exc
 
 
+def is_flask_block(block: Block) -> bool:
+    return all(any(ln.startswith(p[0] + " ") for p in FLASK) for ln in sh_lines(block))
+
+
 @pytest.mark.parametrize("path", DOCS, ids=_ids(DOCS))
 def test_sh_blocks_run(path, app, runner):
     for b in of("sh", path):
+        if not is_flask_block(b):
+            where = [v for k, v in RUN_ELSEWHERE.items() if k in b.code]
+            assert where, (
+                f"{path.relative_to(ROOT)}:{b.line}: not flask commands and not in RUN_ELSEWHERE"
+            )
+            test_file, test_name = where[0]
+            assert f"def {test_name}(" in (ROOT / test_file).read_text()
+            continue
         for line in sh_lines(b):
             res = runner.invoke(args=flask_args(line))
             assert res.exit_code == 0, f"{path.relative_to(ROOT)}:{b.line}: {line}\n{res.output}"

@@ -35,6 +35,7 @@ from webapp.config import ConfigError
 from webapp.jobs.queue import QUEUES
 from webapp.logs import setup
 from webapp.redis_conn import redis_for
+from webapp.workflows import timer
 from worker.resilience import (
     Backoff,
     Outage,
@@ -185,6 +186,9 @@ def main() -> None:
     worker_class: type = AppSimpleWorker
     if os.environ.get("WORKER_CLASS") == "fork":
         worker_class = AppForkWorker
+    # The precise workflow timer and the expired-lease check run beside the
+    # jobs in every worker: a run whose worker died continues once any worker lives.
+    timer.start_thread(app)
     with app.app_context():
         run(
             redis_for(cfg.redis_url),

@@ -16,6 +16,7 @@ EARLY_SLACK_S = 2.0
 
 @in_app
 def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
+    tenant_id, run_id, step_index = resume.validate_request(tenant_id, run_id, step_index)
     wake_at = resume.pending_wake_at(tenant_id, run_id, step_index)
     if wake_at is None:
         return resume.ALREADY

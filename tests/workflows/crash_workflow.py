@@ -51,12 +51,12 @@ CRASH = w.workflow(
 
 
 def main() -> None:
-    """Worker entry for the subprocess: register the workflow, short lease, run."""
+    """Worker entry for the subprocess: register the workflow, run the worker."""
     from webapp.workflows import registry
     from worker.run_worker import main as run_worker
     from worker.tasks import _worker_app
 
-    leases.LEASE = timedelta(seconds=2)
+    leases.LEASE = timedelta(seconds=float(os.environ.get("CRASH_LEASE_S", "10")))
     _worker_app()
     registry.register(CRASH)
     run_worker()

@@ -8,7 +8,7 @@ Layers, each importing only those above it in this list (docs/workflows.md,
 - persistence: events, tables, readmodel, batch, projection, runs
 - scheduling: infra, timers, leases, state, outcomes, suspend, runner, claims,
   resume, drain, sweep
-- triggers: trigger, wakeup, registry
+- triggers: trigger, wakeup, erasure, registry
 - entry points: ops, cli, views, this package's init_app, worker/workflow_tasks
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from flask import Flask
 
 from webapp.jobs.registry import JobSpec, register_job
-from webapp.workflows import cli, projection, tables, views  # noqa: F401  (tables: metadata)
+from webapp.workflows import cli, erasure, projection, tables, views  # noqa: F401  (tables: metadata)
 from webapp.workflows.registry import register, register_handler, registered, unregister
 from webapp.workflows.sweep import resume_due_runs
 
@@ -31,6 +31,7 @@ def init_app(app: Flask) -> None:
     global _core_registered
     if not _core_registered:
         projection.register()
+        erasure.register()
         register_job(JobSpec("resume-due-runs", resume_due_runs, "* * * * *", True, "skip"))
         _core_registered = True
     app.register_blueprint(views.bp)

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from webapp import clock, db
 from webapp.eventstore import VersionConflict
-from webapp.workflows import outcomes, runner, timers
+from webapp.workflows import leases, outcomes, runner, timers
 from webapp.workflows.claims import RESUMED, Claim, claim, claim_batch
 from webapp.workflows.state import Outcome, RunState
 from webapp.workflows.tables import workflow_run_pending, workflow_runs
@@ -133,6 +133,11 @@ def _claim_each(tenant_id: str, keys: list[tuple[str, int]]) -> list[Claim]:
 
 def continue_runs(tenant_id: str, states: list[RunState]) -> None:
     """Run claimed runs on: the quick ones in memory, committed together."""
+    with leases.heartbeat(tenant_id, [(st.run_id, st.token) for st in states]):
+        _continue(tenant_id, states)
+
+
+def _continue(tenant_id: str, states: list[RunState]) -> None:
     stops: list[Outcome] = []
     slow: list[RunState] = []
     for st in states:

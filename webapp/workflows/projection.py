@@ -42,6 +42,7 @@ def _on_started(conn: Connection, e: Event) -> None:
             idempotency_key=p.get("idempotencyKey"),
             trigger_event_type=p["triggerEventType"],
             trigger_event_ref=p["triggerEventRef"],
+            subject_id=(p["triggerEventRef"] or {}).get("aggregateId"),
             started_position=e.position,
             results={},
             error=None,

@@ -11,6 +11,7 @@ from sqlalchemy import Connection, select, update
 
 from webapp import clock, db
 from webapp.eventstore import VersionConflict, get_event
+from webapp.eventstore.tables import tenants
 from webapp.workflows import catalog, leases, runner, runs
 from webapp.workflows import events as ev
 from webapp.workflows.claims import ALREADY, FAILED, RESUMED, claim, validate
@@ -19,12 +20,34 @@ from webapp.workflows.tables import workflow_run_pending, workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 
-__all__ = ["ALREADY", "FAILED", "RESUMED", "advance", "pending_wake_at", "resume_run"]
+__all__ = [
+    "ALREADY",
+    "FAILED",
+    "RESUMED",
+    "advance",
+    "pending_wake_at",
+    "resume_run",
+    "validate_request",
+]
+
+
+def validate_request(tenant_id: Any, run_id: Any, step_index: Any) -> tuple[str, str, int]:
+    """Rule 1, before anything else in every entry (job, function, CLI): a
+    known tenant, a UUID run id, an integer step index >= 0. ValueError names
+    what is wrong; nothing has been read or written for the run."""
+    rid, idx = validate(run_id, step_index)
+    if not isinstance(tenant_id, str) or not tenant_id:
+        raise ValueError(f"resume-run: tenant must be a tenant id, got {tenant_id!r}")
+    with db.reading() as conn:
+        known = conn.execute(select(tenants.c.id).where(tenants.c.id == tenant_id)).first()
+    if known is None:
+        raise ValueError(f"resume-run: unknown tenant {tenant_id!r}")
+    return tenant_id, rid, idx
 
 
 def resume_run(tenant_id: str, run_id: Any, step_index: Any) -> str:
     """The resume-run handler: claim, then run until the next suspension or the end."""
-    rid, idx = validate(run_id, step_index)
+    tenant_id, rid, idx = validate_request(tenant_id, run_id, step_index)
     try:
         with db.transaction() as conn:
             c = claim(conn, tenant_id, rid, idx)

@@ -101,18 +101,24 @@ def _retrying(tenant_id: str, run_id: str, token: str, state: RunState | None, f
     re-dispatches the run)."""
     current = state
     try:
-        for attempt in infra.retrying():
-            with attempt:
-                if current is None or attempt.retry_state.attempt_number > 1:
-                    current = load_state(tenant_id, run_id, token)
-                    if current is None:
-                        return "lost"
-                return fn(current)
+        with leases.heartbeat(tenant_id, [(run_id, token)]):
+            return _attempts(tenant_id, run_id, token, current, fn)
     except Exception as exc:
         if not infra.is_infrastructure(exc):
             raise
         log.warning("workflow run left to its lease after an outage", extra={"run_id": run_id})
     return "lost"
+
+
+def _attempts(tenant_id: str, run_id: str, token: str, current: RunState | None, fn: Any) -> Any:
+    for attempt in infra.retrying():
+        with attempt:
+            if current is None or attempt.retry_state.attempt_number > 1:
+                current = load_state(tenant_id, run_id, token)
+                if current is None:
+                    return "lost"
+            return fn(current)
+    return "lost"  # pragma: no cover - tenacity re-raises when it gives up
 
 
 def _run(state: RunState) -> str | Outcome:

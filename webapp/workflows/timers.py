@@ -21,12 +21,38 @@ RESUME_FUNC = "worker.workflow_tasks.resume_run"
 ADVANCE_FUNC = "worker.workflow_tasks.advance"
 DRAIN_FUNC = "worker.workflow_tasks.drain"
 HELPER_KEY = "webapp:wf:drain-helper:{tenant}"
+TIMER_KEY = "webapp:wf:timers"  # sorted set: "tenant|run|step" scored by wake-up ms
+POKE_KEY = "webapp:wf:timers:poke"  # pushed when a wake-up is added: the timer re-plans
+
+
+def member(tenant_id: str, run_id: str, step_index: int) -> str:
+    return f"{tenant_id}|{run_id}|{step_index}"
+
+
+def parse_member(raw: bytes | str) -> tuple[str, str, int]:
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    tenant_id, run_id, step = text.rsplit("|", 2)
+    return tenant_id, run_id, int(step)
+
+
+def add_timer(tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -> None:
+    """Hand a future wake-up to the precise timer (`webapp.workflows.timer`)."""
+    try:
+        pipe = get_redis().pipeline(transaction=False)
+        pipe.zadd(TIMER_KEY, {member(tenant_id, run_id, step_index): wake_at.timestamp() * 1000})
+        pipe.lpush(POKE_KEY, "1")
+        pipe.ltrim(POKE_KEY, 0, 0)
+        pipe.execute()
+    except RedisError as exc:
+        log.warning(
+            "timer not set; the sweep will catch up", extra={"error_class": type(exc).__name__}
+        )
 
 
 def schedule_resume(
     conn: Connection, tenant_id: str, run_id: str, step_index: int, wake_at: datetime
 ) -> None:
-    """After commit: enqueue the resume now, or at wake_at with rq-scheduler.
+    """After commit: enqueue the resume now, or hand it to the precise timer.
     The minute sweep stays the safety net when Redis loses it."""
     due_now = wake_at <= clock.now()
 
@@ -34,7 +60,7 @@ def schedule_resume(
         if due_now:
             enqueue(RESUME_FUNC, tenant_id, run_id, step_index)
         else:
-            enqueue(RESUME_FUNC, tenant_id, run_id, step_index, at=wake_at)
+            add_timer(tenant_id, run_id, step_index, wake_at)
 
     if has_app_context():
         db.after_commit(conn, go)
