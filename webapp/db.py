@@ -90,6 +90,8 @@ def transaction() -> Iterator[Connection]:
         try:
             with conn.begin():
                 yield conn
+                while conn.info.get("before_commit"):  # a hook may add another
+                    conn.info["before_commit"].pop(0)()
         finally:
             _current.reset(token)
         deferred = conn.info.pop("after_commit", [])
@@ -102,12 +104,20 @@ def transaction() -> Iterator[Connection]:
     finally:
         conn.info.pop("events_appended", None)
         conn.info.pop("after_commit", None)
+        conn.info.pop("before_commit", None)
         conn.close()
 
 
 def current_transaction() -> Connection | None:
     """The connection of the innermost `transaction()` open here, if any."""
     return _current.get()
+
+
+def before_commit(conn: Connection, fn: Callable[[], None]) -> None:
+    """Run `fn` inside this transaction, just before it commits (an error
+    rolls the whole transaction back). Lets a batch defer its appends to the
+    end, so the append lock is held only for the commit, not the batch."""
+    conn.info.setdefault("before_commit", []).append(fn)
 
 
 def after_commit(conn: Connection, fn: Callable[[], None]) -> None:

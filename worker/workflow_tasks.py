@@ -36,3 +36,8 @@ def advance(tenant_id: str, run_id: str) -> str:
 @in_app
 def drain(tenant_id: str) -> int:
     return drain_due(tenant_id)
+
+
+@in_app
+def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
+    return resume.advance_many(tenant_id, run_ids)

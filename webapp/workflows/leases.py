@@ -20,7 +20,7 @@ from webapp.workflows.tables import workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 
-LEASE = timedelta(seconds=10)
+LEASE = timedelta(seconds=6)
 
 
 def lease_until(now: datetime | None = None) -> datetime:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -24,18 +25,26 @@ from webapp.workflows.timers import schedule_resume
 log = logging.getLogger("webapp.workflows")
 
 
-def completed(ctx: RunContext, wf: Workflow, token: str) -> Outcome:
+def completed(
+    ctx: RunContext, wf: Workflow, token: str, carry: list[NewEvent] | None = None
+) -> Outcome:
     n = len(wf.steps)
     return Outcome(
         ctx.run_id,
         token,
         "completed",
-        NewEvent(ev.RUN_COMPLETED, ev.run_completed(wf.name, n)),
+        [*(carry or []), NewEvent(ev.RUN_COMPLETED, ev.run_completed(wf.name, n))],
         dict(results=ctx.results, step_index=n, attempt=1),
     )
 
 
-def failed(ctx: RunContext, wf: Workflow, exc: BaseException, token: str) -> Outcome:
+def failed(
+    ctx: RunContext,
+    wf: Workflow,
+    exc: BaseException,
+    token: str,
+    carry: list[NewEvent] | None = None,
+) -> Outcome:
     # The raw error may hold personal data: the log gets it, the event does not.
     log.warning(
         "workflow step failed",
@@ -46,25 +55,51 @@ def failed(ctx: RunContext, wf: Workflow, exc: BaseException, token: str) -> Out
         ctx.run_id,
         token,
         "failed",
-        NewEvent(ev.RUN_FAILED, ev.run_failed(wf.name, ctx.step_index, ev.step_error(exc))),
+        [
+            *(carry or []),
+            NewEvent(ev.RUN_FAILED, ev.run_failed(wf.name, ctx.step_index, ev.step_error(exc))),
+        ],
         dict(results=storable(ctx.results)),
     )
 
 
-def waiting(ctx: RunContext, step: Wait, token: str, fingerprint: str) -> Outcome:
-    wake_at = to_instant(resolve(step.duration, ctx), clock.now())
+def wake_at(ctx: RunContext, step: Wait) -> datetime:
+    return to_instant(resolve(step.duration, ctx), clock.now())
+
+
+def waiting(
+    ctx: RunContext,
+    step: Wait,
+    token: str,
+    fingerprint: str,
+    at: datetime,
+    carry: list[NewEvent] | None = None,
+) -> Outcome:
     return Outcome(
         ctx.run_id,
         token,
         "suspended",
-        NewEvent(
-            ev.STEP_WAITING,
-            ev.step_waiting(ctx.step_index, wake_at.isoformat(), ctx.workflow_name, fingerprint),
-        ),
+        [*(carry or []), waiting_event(ctx, at, fingerprint)],
         dict(results=ctx.results),
         step_index=ctx.step_index,
-        wake_at=wake_at,
+        wake_at=at,
     )
+
+
+def waiting_event(ctx: RunContext, at: datetime, fingerprint: str) -> NewEvent:
+    return NewEvent(
+        ev.STEP_WAITING,
+        ev.step_waiting(ctx.step_index, at.isoformat(), ctx.workflow_name, fingerprint),
+    )
+
+
+def passed_wait(ctx: RunContext, at: datetime, fingerprint: str) -> list[NewEvent]:
+    """A wait already due when reached: suspended and resumed on the spot, the
+    two events committed with the run's next stop."""
+    return [
+        waiting_event(ctx, at, fingerprint),
+        NewEvent(ev.STEP_RESUMED, ev.step_resumed(ctx.step_index, None)),
+    ]
 
 
 def storable(results: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +144,7 @@ def _finish(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
             if row is None or row.status != "running" or row.lease_token != o.token:
                 out[o.run_id] = "lost"
                 continue
-            batch.append((runs.stream(tenant_id, o.run_id), [o.event], row.version))
+            batch.append((runs.stream(tenant_id, o.run_id), o.events, row.version))
             extra[(tenant_id, o.run_id)] = o.values
             out[o.run_id] = o.status
             if o.wake_at is not None:

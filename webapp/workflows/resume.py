@@ -10,11 +10,13 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from webapp import clock, db
-from webapp.eventstore import VersionConflict, get_event
+from webapp.eventstore import VersionConflict, get_event, get_events
 from webapp.eventstore.tables import tenants
 from webapp.workflows import catalog, leases, runner, runs
 from webapp.workflows import events as ev
+from webapp.workflows.batch import update_runs
 from webapp.workflows.claims import ALREADY, FAILED, RESUMED, claim, validate
+from webapp.workflows.drain import continue_runs
 from webapp.workflows.state import RunState
 from webapp.workflows.tables import workflow_run_pending, workflow_runs
 
@@ -31,6 +33,9 @@ __all__ = [
 ]
 
 
+_known_tenants: set[str] = set()
+
+
 def validate_request(tenant_id: Any, run_id: Any, step_index: Any) -> tuple[str, str, int]:
     """Rule 1, before anything else in every entry (job, function, CLI): a
     known tenant, a UUID run id, an integer step index >= 0. ValueError names
@@ -38,10 +43,12 @@ def validate_request(tenant_id: Any, run_id: Any, step_index: Any) -> tuple[str,
     rid, idx = validate(run_id, step_index)
     if not isinstance(tenant_id, str) or not tenant_id:
         raise ValueError(f"resume-run: tenant must be a tenant id, got {tenant_id!r}")
-    with db.reading() as conn:
-        known = conn.execute(select(tenants.c.id).where(tenants.c.id == tenant_id)).first()
-    if known is None:
-        raise ValueError(f"resume-run: unknown tenant {tenant_id!r}")
+    if tenant_id not in _known_tenants:
+        with db.reading() as conn:
+            known = conn.execute(select(tenants.c.id).where(tenants.c.id == tenant_id)).first()
+        if known is None:
+            raise ValueError(f"resume-run: unknown tenant {tenant_id!r}")
+        _known_tenants.add(tenant_id)  # tenants are never deleted
     return tenant_id, rid, idx
 
 
@@ -119,3 +126,57 @@ def advance(tenant_id: str, run_id: str) -> str:
         )
     state = RunState.leased(row, token, wf, trigger)
     return runner.execute(tenant_id, run_id, token, state)
+
+
+def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
+    """`advance` for a batch of just-started runs: their leases taken in one
+    transaction (rows another worker holds are skipped), then continued
+    together (`drain.continue_runs`: quick runs finished in one commit)."""
+    out: dict[str, str] = {}
+    states: list[RunState] = []
+    with db.transaction() as conn:
+        q = select(workflow_runs).where(
+            workflow_runs.c.tenant_id == tenant_id,
+            workflow_runs.c.run_id.in_(sorted(set(run_ids))),
+        )
+        if not db.is_sqlite(conn):
+            q = q.order_by(workflow_runs.c.run_id).with_for_update(skip_locked=True)
+        rows = list(conn.execute(q))
+        found = get_events(conn, {(r.trigger_event_ref or {}).get("eventId", "") for r in rows})
+        now = clock.now()
+        leases_taken: dict[tuple[str, str], dict[str, Any]] = {}
+        for row in rows:
+            if row.status != "running":
+                out[row.run_id] = "not-running"
+                continue
+            if row.lease_token is not None and row.lease_until and row.lease_until > now:
+                out[row.run_id] = "leased"
+                continue
+            wf = catalog.get(row.workflow_name)
+            trigger = found.get((row.trigger_event_ref or {}).get("eventId", ""))
+            if wf is None or wf.fingerprint != row.fingerprint or trigger is None:
+                out[row.run_id] = _refuse(conn, row, wf, trigger)
+                continue
+            token = runs.new_token()
+            leases_taken[(tenant_id, row.run_id)] = dict(
+                lease_token=token, lease_until=leases.lease_until(now)
+            )
+            states.append(RunState.leased(row, token, wf, trigger))
+        update_runs(conn, leases_taken)
+    continue_runs(tenant_id, states)
+    out.update({st.run_id: "advanced" for st in states})
+    return out
+
+
+def _refuse(conn: Connection, row: Any, wf: Any, trigger: Any) -> str:
+    if wf is None or wf.fingerprint != row.fingerprint:
+        _fail(
+            conn,
+            row,
+            row.step_index,
+            ev.REASON_DEFINITION_CHANGED,
+            "workflow definition changed or not registered",
+        )
+    else:
+        _fail(conn, row, row.step_index, ev.REASON_TRIGGER_UNAVAILABLE, "trigger event unavailable")
+    return FAILED

@@ -27,7 +27,7 @@ import logging
 from typing import Any
 
 from webapp import clock, db
-from webapp.eventstore import get_event
+from webapp.eventstore import NewEvent, get_event
 from webapp.workflows import catalog, infra, leases, outcomes, runs, suspend
 from webapp.workflows import events as ev
 from webapp.workflows.context import RunContext
@@ -51,11 +51,14 @@ def _folds(steps: tuple[Step, ...], i: int) -> bool:
     return is_pure(steps[i]) and (i + 1 == len(steps) or isinstance(steps[i + 1], Return | Wait))
 
 
+def _quick_from(steps: tuple[Step, ...], i: int) -> bool:
+    return i >= len(steps) or isinstance(steps[i], Return | Wait) or _folds(steps, i)
+
+
 def quick(state: RunState) -> bool:
     """Whether the run's continuation reaches its next stop without a commit in
     between (so a batch can finish it in memory and commit it with others)."""
-    steps, i = state.wf.steps, state.step_index
-    return i >= len(steps) or isinstance(steps[i], Return | Wait) or _folds(steps, i)
+    return _quick_from(state.wf.steps, state.step_index)
 
 
 def load_state(tenant_id: str, run_id: str, token: str) -> RunState | None:
@@ -133,12 +136,19 @@ def _run(state: RunState) -> str | Outcome:
         state.step_index,
     )
     i, n = state.step_index, len(wf.steps)
+    carry: list[NewEvent] = []  # events of passed waits, committed with the next stop
     while i < n:
         step = wf.steps[i]
         ctx.step_index = i
         try:
             if isinstance(step, Wait):
-                return outcomes.waiting(ctx, step, token, state.fingerprint)
+                at = outcomes.wake_at(ctx, step)
+                if at <= clock.now() and _quick_from(wf.steps, i + 1):
+                    carry += outcomes.passed_wait(ctx, at, state.fingerprint)
+                    ctx.results[step.name] = None
+                    i += 1
+                    continue
+                return outcomes.waiting(ctx, step, token, state.fingerprint, at, carry)
             if isinstance(step, WaitForEvent):
                 return suspend.for_event(ctx, wf, step, token)
             if needs_transaction(step):
@@ -152,13 +162,13 @@ def _run(state: RunState) -> str | Outcome:
             ctx.results[step.name] = json_safe(run_steps(inner, ctx), step.name)
         except ReturnSignal as r:
             ctx.results["return"] = r.value
-            return outcomes.completed(ctx, wf, token)
+            return outcomes.completed(ctx, wf, token, carry)
         except Exception as exc:
             if infra.is_infrastructure(exc):
                 raise
             if isinstance(step, Retry) and ctx.attempt < step.times:
                 return suspend.for_retry(ctx, step, exc, token)
-            return outcomes.failed(ctx, wf, exc, token)
+            return outcomes.failed(ctx, wf, exc, token, carry)
         ctx.attempt = 1
         if i + 1 == n:
             break
@@ -176,7 +186,7 @@ def _run(state: RunState) -> str | Outcome:
                 ):
                     return "lost"
         i += 1
-    return outcomes.completed(ctx, wf, token)
+    return outcomes.completed(ctx, wf, token, carry)
 
 
 def _in_transaction(ctx: RunContext, state: RunState, step: Step, last: bool) -> str | None:

@@ -43,13 +43,14 @@ class RunState:
 
 @dataclass
 class Outcome:
-    """How a run stops: the run event to append and the runs columns its
-    projection does not set (results, step)."""
+    """How a run stops: the run events to append (a wait that was already due
+    on the way adds its step.waiting + step.resumed before the stop) and the
+    runs columns their projection does not set (results, step)."""
 
     run_id: str
     token: str
     status: str  # completed | failed | suspended
-    event: NewEvent
+    events: list[NewEvent]
     values: dict[str, Any]
     step_index: int = 0
     wake_at: datetime | None = None

@@ -19,6 +19,7 @@ log = logging.getLogger("webapp.workflows")
 
 RESUME_FUNC = "worker.workflow_tasks.resume_run"
 ADVANCE_FUNC = "worker.workflow_tasks.advance"
+ADVANCE_MANY_FUNC = "worker.workflow_tasks.advance_many"
 DRAIN_FUNC = "worker.workflow_tasks.drain"
 HELPER_KEY = "webapp:wf:drain-helper:{tenant}"
 TIMER_KEY = "webapp:wf:timers"  # sorted set: "tenant|run|step" scored by wake-up ms
@@ -72,6 +73,12 @@ def schedule_advance(conn: Connection, tenant_id: str, run_id: str) -> None:
 
     if has_app_context():
         db.after_commit(conn, go)
+
+
+def schedule_advance_many(tenant_id: str, run_ids: list[str]) -> None:
+    """Now (call it after commit): one job advancing these just-started runs."""
+    if has_app_context():
+        enqueue(ADVANCE_MANY_FUNC, tenant_id, run_ids)
 
 
 def request_drain(tenant_id: str) -> None:

@@ -14,12 +14,20 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from webapp import clock, db
-from webapp.eventstore import Event, NewEvent, StreamId, VersionConflict, append, projections
+from webapp.eventstore import (
+    Event,
+    NewEvent,
+    StreamId,
+    VersionConflict,
+    append,
+    append_many,
+    projections,
+)
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
 from webapp.workflows import catalog, runs
 from webapp.workflows import events as ev
 from webapp.workflows.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
-from webapp.workflows.timers import schedule_advance
+from webapp.workflows.timers import schedule_advance_many
 
 log = logging.getLogger("webapp.workflows")
 
@@ -39,38 +47,74 @@ def start_run(
 
     Returns the run id, or None when nothing started: a concurrent trigger with
     the same key won the stream's expected version, or (on_duplicate="ignore")
-    the key's run is still open.
+    the key's run is still open. A run without a key cannot conflict: its
+    run-started joins one append just before the transaction commits, so a
+    projection batch does not hold the append lock while it works.
     """
+    started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key)
+    if key is None:
+        run_id = ev.run_id_for(wf.name, None)
+        _defer(conn, tenant_id, run_id, started)
+        return run_id
     run_id = ev.run_id_for(wf.name, key)
-    expected = 0
-    if key is not None:
+    row = runs.lock_run(conn, tenant_id, run_id)
+    if row is not None and row.status in ("running", "suspended"):
+        if wf.on_duplicate == "ignore":
+            log.info("workflow trigger ignored: run still open", extra={"run_id": run_id})
+            return None
+        run_id = ev.run_id_for(wf.name, f"{key}|{trigger.id}")
         row = runs.lock_run(conn, tenant_id, run_id)
-        if row is not None:
-            if row.status in ("running", "suspended"):
-                if wf.on_duplicate == "ignore":
-                    log.info("workflow trigger ignored: run still open", extra={"run_id": run_id})
-                    return None
-                run_id = ev.run_id_for(wf.name, f"{key}|{trigger.id}")
-                row = runs.lock_run(conn, tenant_id, run_id)
-            expected = row.version if row is not None else 0
+    expected = row.version if row is not None else 0
     try:
         with conn.begin_nested():
             append(
-                conn,
-                runs.stream(tenant_id, run_id),
-                [
-                    NewEvent(
-                        ev.RUN_STARTED,
-                        ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key),
-                    )
-                ],
-                expected,
+                conn, runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], expected
             )
     except VersionConflict:
         log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
         return None
-    schedule_advance(conn, tenant_id, run_id)
+    _advance_after_commit(conn, tenant_id, run_id)
     return run_id
+
+
+_STARTS = "workflows.deferred_starts"
+_ADVANCES = "workflows.started_runs"
+ADVANCE_CHUNK = 10  # runs per advance job: fewer jobs, and still spread over workers
+
+
+def _defer(conn: Connection, tenant_id: str, run_id: str, started: dict[str, Any]) -> None:
+    starts = conn.info.get(_STARTS)
+    if starts is None:
+        starts = conn.info[_STARTS] = []
+        db.before_commit(conn, lambda: _flush_starts(conn))
+    starts.append((runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], 0))
+
+
+def _flush_starts(conn: Connection) -> None:
+    starts = conn.info.pop(_STARTS, [])
+    if starts:
+        append_many(conn, starts)
+    for s, _, _ in starts:
+        _advance_after_commit(conn, s.tenant_id, s.aggregate_id)
+
+
+def _advance_after_commit(conn: Connection, tenant_id: str, run_id: str) -> None:
+    """Collect the transaction's started runs; after commit, one advance job
+    per chunk of them."""
+    started = conn.info.get(_ADVANCES)
+    if started is None:
+        started = conn.info[_ADVANCES] = []
+        db.after_commit(conn, lambda: _enqueue_advances(conn.info.pop(_ADVANCES, [])))
+    started.append((tenant_id, run_id))
+
+
+def _enqueue_advances(started: list[tuple[str, str]]) -> None:
+    by_tenant: dict[str, list[str]] = {}
+    for tenant_id, run_id in started:
+        by_tenant.setdefault(tenant_id, []).append(run_id)
+    for tenant_id, ids in by_tenant.items():
+        for i in range(0, len(ids), ADVANCE_CHUNK):
+            schedule_advance_many(tenant_id, ids[i : i + ADVANCE_CHUNK])
 
 
 def record_trigger_failure(conn: Connection, wf: Workflow, tenant_id: str, exc: Exception) -> None:
