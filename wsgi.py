@@ -1,5 +1,9 @@
-"""WSGI entry point: `gunicorn wsgi:app`."""
+"""WSGI entry point: `gunicorn wsgi:app` (also what `flask --app wsgi ...` loads)."""
 
 from webapp import create_app
+from webapp.config import ConfigError
 
-app = create_app()
+try:
+    app = create_app()
+except ConfigError as exc:
+    raise SystemExit(f"configuration error: {exc}") from None

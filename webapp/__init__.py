@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask, g, request
 
-from webapp import db, logs, static_files
+from webapp import app_modules, db, logs, static_files
 from webapp.config import ROOT, Config
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,8 @@ def create_app(config: Config | None = None) -> Flask:
     forms.init_app(app)
     _request_ids(app)
     features.init_app(app)
+    # The application's own workflows (WORKFLOW_MODULES), in every process.
+    app_modules.load(app, config.workflow_modules)
     _mount_projections()
     return app
 

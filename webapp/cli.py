@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
 
 from webapp import db, tenants
+from webapp.events import PublishError, publish
 from webapp.eventstore import projections
 from webapp.jobs.registry import registered_jobs
 
@@ -14,6 +17,7 @@ db_cli = AppGroup("db", help="Database schema (Alembic migrations).")
 projections_cli = AppGroup("projections", help="Async projections: status, parked events.")
 tenants_cli = AppGroup("tenants", help="Tenants.")
 jobs_cli = AppGroup("jobs", help="Scheduled jobs.")
+events_cli = AppGroup("events", help="Domain events: publish one (operators, tests).")
 
 
 @db_cli.command("upgrade")
@@ -100,6 +104,34 @@ def jobs_list() -> None:
         )
 
 
+@events_cli.command("append")
+@click.argument("event_type", metavar="TYPE")
+@click.option("--aggregate", required=True, metavar="TYPE/ID", help="the stream, e.g. order/42")
+@click.option("--payload", default="{}", metavar="JSON", help="a JSON object (default {})")
+@click.option("--tenant", default="default", show_default=True)
+def events_append(event_type: str, aggregate: str, payload: str, tenant: str) -> None:
+    """Publish one event (webapp.events.publish): it commits, then is dispatched."""
+    agg_type, sep, agg_id = aggregate.partition("/")
+    if not sep or not agg_type or not agg_id:
+        raise click.BadParameter(
+            f"expected TYPE/ID, e.g. order/42; got {aggregate!r}", param_hint="--aggregate"
+        )
+    try:
+        data = json.loads(payload)
+    except ValueError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="--payload") from None
+    if not isinstance(data, dict):
+        raise click.BadParameter("must be a JSON object, e.g. '{\"a\": 1}'", param_hint="--payload")
+    try:
+        event = publish(event_type, agg_type, agg_id, data, tenant=tenant)
+    except PublishError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"appended {event.type} {event.id} to {agg_type}/{agg_id} "
+        f"(version {event.version}, position {event.position}, tenant {tenant})"
+    )
+
+
 def init_app(app: Flask) -> None:
-    for group in (db_cli, projections_cli, tenants_cli, jobs_cli):
+    for group in (db_cli, projections_cli, tenants_cli, jobs_cli, events_cli):
         app.cli.add_command(group)

@@ -100,6 +100,21 @@ SECRET_FIELDS = ("secret_key", "smtp_password")
 _URL_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
 
 
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _module_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """Comma-separated dotted module names, e.g. `myapp.flows,billing.flows`."""
+    names = tuple(part.strip() for part in (env.get(name) or "").split(",") if part.strip())
+    for module in names:
+        if not _MODULE_NAME.fullmatch(module):
+            raise ConfigError(
+                f"{name} must list Python module names separated by commas "
+                f"(e.g. myapp.flows,billing.flows), got {module!r}"
+            )
+    return names
+
+
 @dataclass(frozen=True)
 class Config:
     instance_path: Path
@@ -138,6 +153,10 @@ class Config:
     # workflows / projections
     projection_max_attempts: int = 5
     webhook_max_body: int = 256 * 1024
+    # the application's own modules (workflows, handlers), imported by every process
+    workflow_modules: tuple[str, ...] = ()
+    # how often the scheduler checks that Redis still holds every schedule entry
+    scheduler_resync_seconds: int = 15
     secrets: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -179,6 +198,8 @@ class Config:
             base_url=(env.get("BASE_URL") or f"http://127.0.0.1:{port}").rstrip("/"),
             projection_max_attempts=_int(env, "PROJECTION_MAX_ATTEMPTS", 5, 1, 100),
             webhook_max_body=_int(env, "WEBHOOK_MAX_BODY", 256 * 1024, 1024, 10 * 2**20),
+            workflow_modules=_module_list(env, "WORKFLOW_MODULES"),
+            scheduler_resync_seconds=_int(env, "SCHEDULER_RESYNC_SECONDS", 15, 1, 3600),
             # Named secrets for webhooks (SECRET_<NAME>=value), looked up by name only.
             secrets={
                 k[len("SECRET_") :].lower(): v

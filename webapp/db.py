@@ -13,6 +13,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -25,6 +26,8 @@ metadata = MetaData()
 
 _engine: Engine | None = None
 _after_commit_hooks: list[Callable[[Connection], object]] = []
+# The innermost open `transaction()` of this thread/task (webapp.events.publish joins it).
+_current: ContextVar[Connection | None] = ContextVar("current_transaction", default=None)
 
 
 def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
@@ -92,9 +95,15 @@ def transaction() -> Iterator[Connection]:
     conn = engine.connect()
     if is_sqlite(engine):
         conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+    token = _current.set(conn)
     try:
-        with conn.begin():
-            yield conn
+        try:
+            with conn.begin():
+                yield conn
+                while conn.info.get("before_commit"):  # a hook may add another
+                    conn.info["before_commit"].pop(0)()
+        finally:
+            _current.reset(token)
         deferred = conn.info.pop("after_commit", [])
         hooks = list(_after_commit_hooks) if conn.info.pop("events_appended", 0) else []
         for fn in [*deferred, *((lambda h=h: h(conn)) for h in hooks)]:
@@ -105,7 +114,20 @@ def transaction() -> Iterator[Connection]:
     finally:
         conn.info.pop("events_appended", None)
         conn.info.pop("after_commit", None)
+        conn.info.pop("before_commit", None)
         conn.close()
+
+
+def current_transaction() -> Connection | None:
+    """The connection of the innermost `transaction()` open here, if any."""
+    return _current.get()
+
+
+def before_commit(conn: Connection, fn: Callable[[], None]) -> None:
+    """Run `fn` inside this transaction, just before it commits (an error
+    rolls the whole transaction back). Lets a batch defer its appends to the
+    end, so the append lock is held only for the commit, not the batch."""
+    conn.info.setdefault("before_commit", []).append(fn)
 
 
 def after_commit(conn: Connection, fn: Callable[[], None]) -> None:

@@ -6,6 +6,7 @@ import time
 
 from webapp import clock
 from webapp.workflows import resume
+from webapp.workflows.drain import drain as drain_due
 from worker.tasks import in_app
 
 # rq-scheduler stores whole seconds, so a timed job can fire up to a second
@@ -15,6 +16,7 @@ EARLY_SLACK_S = 2.0
 
 @in_app
 def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
+    tenant_id, run_id, step_index = resume.validate_request(tenant_id, run_id, step_index)
     wake_at = resume.pending_wake_at(tenant_id, run_id, step_index)
     if wake_at is None:
         return resume.ALREADY
@@ -33,4 +35,9 @@ def advance(tenant_id: str, run_id: str) -> str:
 
 @in_app
 def drain(tenant_id: str) -> int:
-    return resume.drain(tenant_id)
+    return drain_due(tenant_id)
+
+
+@in_app
+def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
+    return resume.advance_many(tenant_id, run_ids)

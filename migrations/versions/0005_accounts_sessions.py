@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0005_accounts_sessions"
-down_revision = "0003_accounts"
+down_revision = "0004_workflows_v2"
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006_mail_outbox"
-down_revision = "0005_accounts_sessions"  # after acccore's sessions; the lead re-chains at merge
+down_revision = "0005_accounts_sessions"
 branch_labels = None
 depends_on = None
 

@@ -24,7 +24,7 @@ from webapp import db
 from webapp.accounts import verification_workflow
 from webapp.mail.outbox.jobs import sweep_outbox
 from webapp.mail.outbox.tables import mail_outbox
-from webapp.workflows.resume import resume_due_runs
+from webapp.workflows.sweep import resume_due_runs
 from webapp.workflows.tables import workflow_runs
 
 

@@ -8,22 +8,23 @@ from datetime import timedelta
 from pathlib import Path
 
 from webapp.workflows import api as w
-from webapp.workflows import engine
+from webapp.workflows import leases
+from webapp.workflows.context import RunContext
 
 
-def _mark(ctx: engine.RunContext, what: str) -> None:
+def _mark(ctx: RunContext, what: str) -> None:
     with open(os.environ["CRASH_MARKS"], "a") as fh:
         fh.write(f"{ctx.run_id}:{what}\n")
         fh.flush()
         os.fsync(fh.fileno())
 
 
-def step_a(ctx: engine.RunContext) -> str:
+def step_a(ctx: RunContext) -> str:
     _mark(ctx, "a")
     return "a"
 
 
-def step_b(ctx: engine.RunContext) -> str:
+def step_b(ctx: RunContext) -> str:
     _mark(ctx, "b-start")
     if Path(os.environ["CRASH_MARKS"] + ".hang").exists():
         time.sleep(60)  # the test SIGKILLs the worker here
@@ -31,7 +32,7 @@ def step_b(ctx: engine.RunContext) -> str:
     return "b"
 
 
-def step_c(ctx: engine.RunContext) -> str:
+def step_c(ctx: RunContext) -> str:
     _mark(ctx, "c")
     return "c"
 
@@ -50,12 +51,12 @@ CRASH = w.workflow(
 
 
 def main() -> None:
-    """Worker entry for the subprocess: register the workflow, short lease, run."""
+    """Worker entry for the subprocess: register the workflow, run the worker."""
     from webapp.workflows import registry
     from worker.run_worker import main as run_worker
     from worker.tasks import _worker_app
 
-    engine.LEASE = timedelta(seconds=2)
+    leases.LEASE = timedelta(seconds=float(os.environ.get("CRASH_LEASE_S", "10")))
     _worker_app()
     registry.register(CRASH)
     run_worker()

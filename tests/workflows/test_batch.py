@@ -15,8 +15,9 @@ from webapp import db
 from webapp.eventstore import ANY, NewEvent, StreamId, append
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows import api as w
-from webapp.workflows import engine, ops, resume, trigger
+from webapp.workflows import drain as drains
 from webapp.workflows import events as ev
+from webapp.workflows import ops, resume, trigger
 from webapp.workflows.tables import workflow_run_pending
 
 
@@ -77,7 +78,7 @@ def test_one_batch_settled_changed_gone_and_resumed_rows(wf, clock):
         != w.workflow("bc", on="order.placed", steps=[w.wait("p", "PT2M"), w.ret(2)]).fingerprint
     )
 
-    assert resume.drain_batch("default") == 9  # 4 + gone + changed + slow + again + stale
+    assert drains.drain_batch("default") == 9  # 4 + gone + changed + slow + again + stale
 
     for run_id in ok:
         assert types(run_id) == ["run-started", "step.waiting", "step.resumed", "run-completed"]
@@ -115,7 +116,7 @@ def test_one_batch_settled_changed_gone_and_resumed_rows(wf, clock):
     (row,) = [p for p in pending() if p.run_id == waits_again]
     assert row.suspension_event_type == ev.STEP_WAITING
     assert row.definition_fingerprint == again.fingerprint
-    assert row.wake_at == clock.now() + engine.api.parse_duration("PT1H")
+    assert row.wake_at == clock.now() + w.parse_duration("PT1H")
 
 
 def test_a_run_cancelled_while_its_batch_runs_is_not_completed(wf, clock):
@@ -134,7 +135,7 @@ def test_a_run_cancelled_while_its_batch_runs_is_not_completed(wf, clock):
     ids = _start(d, 3, "x")
     cancel_now.append(ids[1])
     clock.advance(61)
-    assert resume.drain_batch("default") == 3
+    assert drains.drain_batch("default") == 3
     assert types(ids[1]) == ["run-started", "step.waiting", "step.resumed", "run-cancelled"]
     for run_id in (ids[0], ids[2]):
         assert types(run_id)[-1] == "run-completed"
@@ -151,7 +152,7 @@ def test_parallel_drains_never_resume_a_row_twice(app, wf, clock):
         with app.app_context():
             barrier.wait()
             try:
-                while resume.drain_batch("default", limit=25) == 25:
+                while drains.drain_batch("default", limit=25) == 25:
                     pass
             except Exception as exc:  # pragma: no cover - reported below
                 errors.append(exc)
@@ -190,7 +191,7 @@ def test_a_batch_costs_a_bounded_number_of_statements(wf, clock):
     engine_ = db.get_engine()
     event.listen(engine_, "before_cursor_execute", count)
     try:
-        assert resume.drain_batch("default") == 60
+        assert drains.drain_batch("default") == 60
     finally:
         event.remove(engine_, "before_cursor_execute", count)
     assert {r.status for r in runs("bn")} == {"completed"}

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import textwrap
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from tests.workflows.conftest import emit, only_run, runs, types
+from webapp.config import ROOT
 from webapp.workflows import api as w
 from webapp.workflows import trigger
-from webapp.workflows.views import sign
+from webapp.workflows.views import signed_headers
 
 
 @pytest.fixture
@@ -81,20 +84,16 @@ def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):
         r = client.post(
             "/hooks/incoming",
             data=b"not json",
-            headers={"X-Signature-256": sign("s3cret", b"not json")},
+            headers=signed_headers("s3cret", b"not json"),
         )
         assert r.status_code == 400 and r.get_json() == {"error": "body must be JSON"}
         big = b'{"x": "' + b"a" * 4000 + b'"}'
-        r = client.post(
-            "/hooks/incoming", data=big, headers={"X-Signature-256": sign("s3cret", big)}
-        )
+        r = client.post("/hooks/incoming", data=big, headers=signed_headers("s3cret", big))
         assert r.status_code == 413 and "too large" in r.get_json()["error"]
         assert client.post("/hooks/nowhere", data=body).status_code == 404
         SimpleWorker(["default"], connection=redis).work(burst=True)
         assert runs("hooked") == []
-        r = client.post(
-            "/hooks/incoming", data=body, headers={"X-Signature-256": sign("s3cret", body)}
-        )
+        r = client.post("/hooks/incoming", data=body, headers=signed_headers("s3cret", body))
         assert r.status_code == 202
         SimpleWorker(["default"], connection=redis).work(burst=True)
         run = only_run("hooked")
@@ -130,3 +129,59 @@ def test_resume_due_runs_job_is_registered():
 
     spec = get_job("resume-due-runs")
     assert (spec.cron, spec.per_tenant, spec.concurrency) == ("* * * * *", True, "skip")
+
+
+@pytest.fixture
+def hooked(hook_app):
+    from webapp.eventstore import projections
+    from webapp.workflows import registry
+
+    d = w.workflow("hooked", webhook="incoming", steps=[w.ret(1)])
+    registry.register(d)
+    projections.ensure_cursors()
+    yield hook_app.test_client()
+    registry.unregister("hooked")
+
+
+def test_webhook_replay_with_an_old_timestamp_is_refused(hooked, clock):
+    body = b'{"x": 1}'
+    now = int(clock.now().timestamp())
+    old = signed_headers("s3cret", body, timestamp=now - 301)
+    r = hooked.post("/hooks/incoming", data=body, headers=old)
+    assert r.status_code == 401 and "tolerance" in r.get_json()["error"]
+    future = signed_headers("s3cret", body, timestamp=now + 301)
+    assert hooked.post("/hooks/incoming", data=body, headers=future).status_code == 401
+    # a signature without the timestamp it was made for does not pass either
+    headers = signed_headers("s3cret", body, timestamp=now)
+    headers["X-Webhook-Timestamp"] = str(now - 1)
+    assert hooked.post("/hooks/incoming", data=body, headers=headers).status_code == 401
+    del headers["X-Webhook-Timestamp"]
+    assert hooked.post("/hooks/incoming", data=body, headers=headers).status_code == 401
+    assert runs("hooked") == []
+
+
+@pytest.mark.parametrize("skew", [-299, -120, 0, 120, 299])
+def test_webhook_clock_skew_within_tolerance_is_accepted(hooked, clock, skew):
+    body = b'{"x": 1}'
+    ts = int(clock.now().timestamp()) + skew
+    r = hooked.post("/hooks/incoming", data=body, headers=signed_headers("s3cret", body, ts))
+    assert r.status_code == 202
+
+
+def _doc_snippet(marker: str) -> str:
+    doc = (ROOT / "docs" / "workflows.md").read_text()
+    start = doc.index("```sh", doc.index(marker)) + len("```sh")
+    return textwrap.dedent(doc[start : doc.index("```", start)])
+
+
+def test_the_docs_openssl_curl_example_signs_a_request_we_accept(hooked):
+    # curl is replaced by a function printing its arguments, one per line.
+    script = "curl() { printf '%s\\n' \"$@\"; }\n" + _doc_snippet("Signing a request from a shell")
+    out = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    headers = dict(out[i + 1].split(": ", 1) for i, a in enumerate(out) if a == "-H")
+    body = out[out.index("--data") + 1].encode()
+    assert out[2].endswith("/hooks/billing/paid")
+    r = hooked.post("/hooks/incoming", data=body, headers=headers)
+    assert r.status_code == 202, r.get_json()

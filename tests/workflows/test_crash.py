@@ -53,6 +53,7 @@ def test_sigkill_mid_run_then_restart(wf, database_url, redis_url, tmp_path, clo
         "LOG_LEVEL": "WARNING",
         "CRASH_MARKS": str(marks),
         "PYTHONPATH": str(ROOT),
+        "CRASH_LEASE_S": "2",
     }
     for i in range(3):
         emit("crash.requested", {"i": i}, aggregate_id=f"c{i}")
@@ -97,3 +98,50 @@ def test_sigkill_mid_run_then_restart(wf, database_url, redis_url, tmp_path, clo
     ]
     assert len(killed) == 1
     assert after[f"{killed[0]}:b-start"] == 2
+
+
+def test_sigkill_mid_step_continues_on_another_worker_without_a_sweep(
+    wf, database_url, redis_url, tmp_path
+):
+    """Heartbeated 10 s leases and the timer in every worker: once any worker
+    is alive, the killed run continues by itself (no minute sweep involved),
+    and steps committed before the kill do not run again."""
+    wf(CRASH)
+    marks = tmp_path / "marks.txt"
+    marks.touch()
+    hang = Path(str(marks) + ".hang")
+    hang.touch()
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "INSTANCE_PATH": str(tmp_path / "instance"),
+        "SECRET_KEY": "crash-test-secret-key-0123456789",
+        "LOG_LEVEL": "WARNING",
+        "CRASH_MARKS": str(marks),
+        "PYTHONPATH": str(ROOT),
+    }
+    emit("crash.requested", {"i": 0}, aggregate_id="k0")
+    doomed = _start_worker(env)
+    survivor = None
+    try:
+        _until(lambda: "b-start" in marks.read_text())
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait()
+        hang.unlink()
+        survivor = _start_worker(env)
+        _until(
+            lambda: [r.status for r in runs("crash-test")] == ["completed"],
+            timeout=120,
+            every=0.5,
+        )
+    finally:
+        for p in (doomed, survivor):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+    after = Counter(marks.read_text().split())
+    (run,) = runs("crash-test")
+    assert after[f"{run.run_id}:a"] == 1, "a step committed before the kill ran again"
+    assert after[f"{run.run_id}:b-start"] == 2 and after[f"{run.run_id}:b"] == 1
+    assert after[f"{run.run_id}:c"] == 1

@@ -9,7 +9,8 @@ from datetime import timedelta
 from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
 from webapp import db
 from webapp.workflows import api as w
-from webapp.workflows import ops, resume, trigger
+from webapp.workflows import drain as drains
+from webapp.workflows import ops, resume, sweep, trigger
 
 
 def parallel(n, fn):
@@ -89,12 +90,12 @@ def test_started_run_lost_in_redis_is_advanced_by_the_sweep(wf, clock, redis):
     redis.flushall()
     assert only_run("lost").status == "running"
     clock.advance(30)
-    resume.sweep("default")
+    sweep.sweep("default")
     assert only_run("lost").status == "completed"
 
 
 def test_backlog_drains_past_one_batch_and_in_parallel(app, wf, clock):
-    from webapp.workflows.pending import upsert  # noqa: F401
+    from webapp.workflows.readmodel import upsert  # noqa: F401
 
     d = wf(w.workflow("bulk", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
     with db.transaction() as conn:
@@ -108,7 +109,7 @@ def test_backlog_drains_past_one_batch_and_in_parallel(app, wf, clock):
 
     def drain(_):
         with app.app_context():
-            return resume.drain("default", helpers=False)
+            return drains.drain("default", helpers=False)
 
     counts = parallel(2, drain)
     assert sum(counts) >= 250
@@ -134,7 +135,7 @@ def test_cancelled_run_never_resumes(wf, work, clock):
     ops.cancel(run.run_id)
     assert pending() == []
     clock.advance(120)
-    resume.sweep("default")
+    sweep.sweep("default")
     assert resume.resume_run("default", run.run_id, 0) == "already-resumed"
     assert types(run.run_id) == ["run-started", "step.waiting", "run-cancelled"]
     assert only_run("c").status == "cancelled"

@@ -15,7 +15,7 @@ from webapp.eventstore.tables import events as events_table
 from webapp.eventstore.tables import projection_cursors
 from webapp.workflows import api as w
 from webapp.workflows import events as ev
-from webapp.workflows import match, resume
+from webapp.workflows import match, resume, sweep
 from webapp.workflows.events import RUN_NAMESPACE
 
 
@@ -34,7 +34,7 @@ def three_step(name="three", **kw):
 
 def sweep_after(clock, seconds):
     clock.advance(seconds)
-    return resume.sweep("default")
+    return sweep.sweep("default")
 
 
 def test_run_starts_suspends_and_completes_with_exact_payloads(wf, work, clock):

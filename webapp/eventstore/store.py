@@ -181,16 +181,7 @@ def append_many(
     versions: dict[tuple[str, str, str], int] = {}
     for chunk_start in range(0, len(batch), 500):
         chunk = batch[chunk_start : chunk_start + 500]
-        rows = conn.execute(
-            select(
-                events.c.tenant_id,
-                events.c.aggregate_type,
-                events.c.aggregate_id,
-                func.max(events.c.version),
-            )
-            .where(events.c.aggregate_id.in_({s.aggregate_id for s, _, _ in chunk}))
-            .group_by(events.c.tenant_id, events.c.aggregate_type, events.c.aggregate_id)
-        )
+        rows = conn.execute(versions_query({s.aggregate_id for s, _, _ in chunk}))
         versions.update({(r[0], r[1], r[2]): int(r[3]) for r in rows})
     for stream, _, expected in batch:
         actual = versions.get((stream.tenant_id, stream.aggregate_type, stream.aggregate_id), 0)
@@ -203,6 +194,21 @@ def append_many(
         position += len(new_events)
     _store(conn, [e for stream_events in out for e in stream_events], batch[0][0], batch[0][2])
     return out
+
+
+def versions_query(aggregate_ids: Iterable[str]) -> Any:
+    """Current version of every stream of these aggregate ids: answered from
+    the index `ix_events_stream_key`, whose leading column is aggregate_id."""
+    return (
+        select(
+            events.c.tenant_id,
+            events.c.aggregate_type,
+            events.c.aggregate_id,
+            func.max(events.c.version),
+        )
+        .where(events.c.aggregate_id.in_(sorted(set(aggregate_ids))))
+        .group_by(events.c.tenant_id, events.c.aggregate_type, events.c.aggregate_id)
+    )
 
 
 def _build(

@@ -4,6 +4,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
+    Index,
     Integer,
     String,
     Table,
@@ -37,6 +38,8 @@ events = Table(
     UniqueConstraint(
         "tenant_id", "aggregate_type", "aggregate_id", "version", name="uq_events_stream_version"
     ),
+    # append_many's version read goes by aggregate id (migration 0004).
+    Index("ix_events_stream_key", "aggregate_id", "tenant_id", "aggregate_type", "version"),
 )
 
 # One row (id=1): the last global position handed out. Every append updates it,

@@ -76,6 +76,24 @@ def sync_schedule(scheduler: Scheduler) -> dict[str, str]:
     return actions
 
 
+def missing_entries(scheduler: Scheduler) -> list[str]:
+    """Ids of the entries `sync_schedule` makes that Redis does not hold (after a
+    FLUSHALL, or a Redis restarted empty or replaced). Cheap: one ZSCORE and one
+    EXISTS per entry, never a scan of every scheduled job."""
+    wanted = [spec.schedule_id for spec in registered_jobs() if spec.cron] + [SWEEP_ID]
+    conn = scheduler.connection
+    with conn.pipeline(transaction=False) as pipe:
+        for job_id in wanted:
+            pipe.zscore(scheduler.scheduled_jobs_key, job_id)
+            pipe.exists(scheduler.job_class.key_for(job_id))
+        answers = pipe.execute()
+    return [
+        job_id
+        for job_id, score, exists in zip(wanted, answers[::2], answers[1::2], strict=True)
+        if score is None or not exists
+    ]
+
+
 def tick_time(at: datetime) -> datetime:
     return at.astimezone(UTC).replace(second=0, microsecond=0)
 

@@ -22,176 +22,76 @@ a function of the run context (`RunContext`), evaluated when the step runs.
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import timedelta
+from typing import Any, Literal
 
 from croniter import croniter
 
-if TYPE_CHECKING:
-    from webapp.eventstore import Event
-    from webapp.workflows.engine import RunContext
+from webapp.eventstore import Event
+from webapp.workflows.context import RunContext
+from webapp.workflows.durations import parse_duration, to_instant
+from webapp.workflows.fingerprint import describe, sha256_json
+from webapp.workflows.model import (
+    AppendEvent,
+    Branch,
+    Call,
+    Compute,
+    CronTrigger,
+    DefinitionError,
+    EventTrigger,
+    ForEach,
+    Retry,
+    Return,
+    SendMail,
+    SendWebhook,
+    Step,
+    Trigger,
+    Wait,
+    WaitForEvent,
+    WebhookTrigger,
+    Workflow,
+)
 
-
-class DefinitionError(ValueError):
-    """A workflow definition is invalid (raised when it is defined)."""
-
-
-# -- triggers -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EventTrigger:
-    event_type: str
-    filter: Callable[[Event], bool] | None = None
-    kind: Literal["event"] = "event"
-
-
-@dataclass(frozen=True)
-class CronTrigger:
-    schedule: str
-    kind: Literal["cron"] = "cron"
-
-
-@dataclass(frozen=True)
-class WebhookTrigger:
-    path: str
-    secret: str  # name of a secret in config.secrets (env SECRET_<NAME>)
-    tenant_id: str = "default"
-    kind: Literal["webhook"] = "webhook"
-
-
-Trigger = EventTrigger | CronTrigger | WebhookTrigger
-
-# -- steps ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-
-    suspends = False  # wait / wait_for_event / retry may suspend the run
-    uses_db = False  # runs inside a transaction together with the progress commit
-
-
-@dataclass(frozen=True)
-class Compute(Step):
-    fn: Callable[[RunContext], Any]
-
-
-@dataclass(frozen=True)
-class Return(Step):
-    value: Any
-
-
-@dataclass(frozen=True)
-class Branch(Step):
-    condition: Any
-    then: tuple[Step, ...]
-    otherwise: tuple[Step, ...]
-
-
-@dataclass(frozen=True)
-class ForEach(Step):
-    over: Any
-    as_: str
-    do: tuple[Step, ...]
-
-
-@dataclass(frozen=True)
-class Wait(Step):
-    duration: Any  # timedelta | ISO-8601 duration | datetime | function of ctx
-    suspends = True
-
-
-@dataclass(frozen=True)
-class WaitForEvent(Step):
-    event: str  # a key of the workflow's `awaits`
-    match: Any  # node | persisted expression | function of ctx | None
-    timeout: Any
-    suspends = True
-
-
-@dataclass(frozen=True)
-class Retry(Step):
-    times: int
-    backoff: Literal["linear", "exponential"]
-    do: tuple[Step, ...]
-    base_delay: timedelta = timedelta(seconds=10)
-    suspends = True
-
-    def delay(self, failed_attempt: int) -> timedelta:
-        if self.backoff == "linear":
-            return self.base_delay * failed_attempt
-        return self.base_delay * (2 ** (failed_attempt - 1))
-
-
-@dataclass(frozen=True)
-class SendMail(Step):
-    to: Any
-    subject: Any
-    body: Any
-
-
-@dataclass(frozen=True)
-class SendWebhook(Step):
-    url: Any
-    method: str
-    headers: Any
-    body: Any
-    auth: Mapping[str, str] | None
-    retry: int
-    retry_delay: float
-    timeout: float
-
-
-@dataclass(frozen=True)
-class AppendEvent(Step):
-    aggregate_type: Any
-    aggregate_id: Any
-    event_type: str
-    payload: Any
-    uses_db = True
-
-
-@dataclass(frozen=True)
-class Call(Step):
-    handler: str
-    payload: Any
-    uses_db = True
-
-
-# -- the workflow ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Workflow:
-    name: str
-    trigger: Trigger
-    steps: tuple[Step, ...]
-    awaits: Mapping[str, str] = field(default_factory=dict)
-    idempotency_key: str | Callable[[Event], str | None] | None = None
-    on_duplicate: Literal["ignore", "new-run"] = "ignore"
-
-    @cached_property
-    def fingerprint(self) -> str:
-        from webapp.workflows.fingerprint import fingerprint
-
-        return fingerprint(self)
-
-    def key_for(self, event: Event) -> str | None:
-        if self.idempotency_key is None:
-            return None
-        if isinstance(self.idempotency_key, str):
-            return self.idempotency_key
-        key = self.idempotency_key(event)
-        return None if key is None else str(key)
+__all__ = [
+    "AppendEvent",
+    "Branch",
+    "Call",
+    "Compute",
+    "CronTrigger",
+    "DefinitionError",
+    "EventTrigger",
+    "ForEach",
+    "Retry",
+    "Return",
+    "RunContext",
+    "SendMail",
+    "SendWebhook",
+    "Step",
+    "Trigger",
+    "Wait",
+    "WaitForEvent",
+    "WebhookTrigger",
+    "Workflow",
+    "append_event",
+    "branch",
+    "call",
+    "compute",
+    "describe",
+    "for_each",
+    "parse_duration",
+    "ret",
+    "retry",
+    "return_",
+    "send_mail",
+    "send_webhook",
+    "sha256_json",
+    "to_instant",
+    "wait",
+    "wait_for_event",
+    "workflow",
+]
 
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
@@ -388,64 +288,3 @@ def call(name: str, handler: str, payload: Any = None) -> Call:
     """Call a registered write handler (`registry.register_handler`) in one
     transaction with the step's progress; its return value is the result."""
     return Call(name, handler, payload)
-
-
-def parse_duration(value: str) -> timedelta:
-    """ISO-8601 durations: PnDTnHnMnS (weeks `PnW` too; no months or years)."""
-    m = re.fullmatch(
-        r"P(?:(?P<w>\d+(?:\.\d+)?)W)?(?:(?P<d>\d+(?:\.\d+)?)D)?"
-        r"(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?",
-        value.strip().upper(),
-    )
-    if not m or value.strip().upper() in ("P", "PT") or value.strip().upper().endswith("T"):
-        raise ValueError(f"not an ISO-8601 duration: {value!r} (expected e.g. PT10M, P1D)")
-    parts = {k: float(v) if v else 0.0 for k, v in m.groupdict().items()}
-    return timedelta(
-        weeks=parts["w"], days=parts["d"], hours=parts["h"], minutes=parts["m"], seconds=parts["s"]
-    )
-
-
-def to_instant(value: Any, now: datetime) -> datetime:
-    """A wait target: timedelta / seconds / ISO duration from now, or an aware datetime."""
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError("wait until a naive datetime: give a timezone-aware one")
-        return value
-    if isinstance(value, timedelta):
-        return now + value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return now + timedelta(seconds=value)
-    if isinstance(value, str):
-        return now + parse_duration(value)
-    raise ValueError(f"cannot wait for {value!r}")
-
-
-def describe(value: Any) -> Any:
-    """A stable, JSON-able description of a step parameter (functions by source)."""
-    if callable(value) and not isinstance(value, type):
-        try:
-            return {"fn": inspect.getsource(value).strip()}
-        except (OSError, TypeError):
-            return {"fn": getattr(value, "__qualname__", repr(value))}
-    if isinstance(value, Step):
-        out: dict[str, Any] = {"step": type(value).__name__}
-        for k, v in sorted(vars(value).items()):
-            out[k] = describe(v)
-        return out
-    if isinstance(value, list | tuple):
-        return [describe(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): describe(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    if isinstance(value, timedelta):
-        return {"seconds": value.total_seconds()}
-    if isinstance(value, datetime):
-        return value.isoformat()
-    try:
-        json.dumps(value)
-        return value
-    except TypeError:
-        return repr(value)
-
-
-def sha256_json(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()

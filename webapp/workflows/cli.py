@@ -8,7 +8,7 @@ import click
 from flask.cli import AppGroup
 
 from webapp import db
-from webapp.workflows import ops
+from webapp.workflows import ops, resume
 
 workflows_cli = AppGroup("workflows", help="Workflow runs: list, inspect, cancel, retry.")
 
@@ -99,3 +99,22 @@ def stuck() -> None:
             f"{r['run_id']}  {r['workflow']:<30} step {r['step_index']:>3}  {r['state']:<9} "
             f"due since {_ts(r['due_since'])}  tenant {r['tenant_id']}"
         )
+
+
+@workflows_cli.command("resume")
+@click.argument("run_id")
+@click.argument("step_index")
+@click.option("--tenant", default="default", show_default=True)
+def resume_cmd(run_id: str, step_index: str, tenant: str) -> None:
+    """Run resume-run for a suspended step now (same rules as the job)."""
+    try:
+        index = int(step_index)
+    except ValueError:
+        raise click.ClickException(
+            f"resume-run: stepIndex must be an integer >= 0, got {step_index!r}"
+        ) from None
+    try:
+        outcome = resume.resume_run(tenant, run_id, index)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"run {run_id} step {index}: {outcome}")

@@ -8,10 +8,11 @@ from sqlalchemy import Connection, or_, select
 
 from webapp import clock, db
 from webapp.eventstore import Event, read_stream
-from webapp.workflows import engine, registry
+from webapp.workflows import catalog, runs
 from webapp.workflows import events as ev
-from webapp.workflows.resume import STUCK_AFTER
+from webapp.workflows.sweep import STUCK_AFTER
 from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.timers import schedule_advance
 
 
 class OperationError(Exception):
@@ -38,7 +39,7 @@ def find_run(conn: Connection, run_id: str) -> Any:
 
 def timeline(conn: Connection, run_id: str) -> list[Event]:
     row = find_run(conn, run_id)
-    return read_stream(conn, engine.stream(row.tenant_id, row.run_id))
+    return read_stream(conn, runs.stream(row.tenant_id, row.run_id))
 
 
 def pending_rows(conn: Connection, run_id: str) -> list[Any]:
@@ -52,10 +53,10 @@ def cancel(run_id: str, reason: str = "cancelled by operator") -> Event:
     a worker executing it stops before its next step (its lease is gone)."""
     with db.transaction() as conn:
         found = find_run(conn, run_id)
-        row = engine.lock_run(conn, found.tenant_id, run_id)
+        row = runs.lock_run(conn, found.tenant_id, run_id)
         if row.status in ("completed", "failed", "cancelled"):
             raise OperationError(f"run {run_id} is already {row.status}")
-        return engine.append_run_event(
+        return runs.append_run_event(
             conn,
             row,
             ev.RUN_CANCELLED,
@@ -67,10 +68,10 @@ def retry(run_id: str) -> Event:
     """A failed run continues from its failed step as a new attempt."""
     with db.transaction() as conn:
         found = find_run(conn, run_id)
-        row = engine.lock_run(conn, found.tenant_id, run_id)
+        row = runs.lock_run(conn, found.tenant_id, run_id)
         if row.status != "failed":
             raise OperationError(f"run {run_id} is {row.status}; only failed runs can be retried")
-        wf = registry.get(row.workflow_name)
+        wf = catalog.get(row.workflow_name)
         if wf is None:
             raise OperationError(f"workflow {row.workflow_name!r} is not registered")
         if wf.fingerprint != row.fingerprint:
@@ -79,13 +80,13 @@ def retry(run_id: str) -> Event:
             )
         if not row.trigger_event_ref:
             raise OperationError(f"run {run_id} never started (its trigger failed)")
-        e = engine.append_run_event(
+        e = runs.append_run_event(
             conn,
             row,
             ev.RUN_RETRIED,
             {"workflowName": row.workflow_name, "stepIndex": row.step_index},
         )
-        engine.schedule_advance(conn, row.tenant_id, run_id)
+        schedule_advance(conn, row.tenant_id, run_id)
         return e
 
 

@@ -22,6 +22,7 @@ workflow_run_pending = Table(
     Column("trigger_event_ref", JSON(none_as_null=True), nullable=True),
     Index("ix_workflow_run_pending_tenant_wake", "tenant_id", "wake_at"),
     Index("ix_workflow_run_pending_wait_type", "wait_event_type"),
+    Index("ix_workflow_run_pending_tenant_wait_type", "tenant_id", "wait_event_type"),
 )
 
 # One row per run: its status for operators (CLI), the lease of the worker
@@ -50,6 +51,10 @@ workflow_runs = Table(
     Column("lease_until", UTCDateTime(), nullable=True),
     Column("started_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
+    # The trigger event's aggregate id: whose run this is. Erasing that person
+    # (`user.erased`) erases the run's results (`erasure`).
+    Column("subject_id", String(100), nullable=True),
+    Index("ix_workflow_runs_subject", "tenant_id", "subject_id"),
     Index("ix_workflow_runs_status_lease", "tenant_id", "status", "lease_until"),
     Index("ix_workflow_runs_name", "workflow_name"),
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -13,85 +14,129 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from webapp import clock, db
-from webapp.eventstore import Event, NewEvent, StreamId, VersionConflict, append, projections
+from webapp.eventstore import (
+    Event,
+    NewEvent,
+    StreamId,
+    VersionConflict,
+    append,
+    append_many,
+    projections,
+)
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
-from webapp.workflows import api, engine
+from webapp.workflows import catalog, runs
 from webapp.workflows import events as ev
+from webapp.workflows.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
+from webapp.workflows.timers import schedule_advance_many
 
 log = logging.getLogger("webapp.workflows")
 
 
-def projection_name(wf: api.Workflow) -> str:
+def projection_name(wf: Workflow) -> str:
     return f"workflow-{wf.name}"
 
 
-def cron_job_name(wf: api.Workflow) -> str:
+def cron_job_name(wf: Workflow) -> str:
     return "workflow-" + re.sub(r"[^A-Za-z0-9_-]", "_", wf.name)
 
 
 def start_run(
-    conn: Connection, wf: api.Workflow, tenant_id: str, trigger: Event, key: str | None
+    conn: Connection, wf: Workflow, tenant_id: str, trigger: Event, key: str | None
 ) -> str | None:
     """Append run-started for `trigger` and ask a worker to run it (after commit).
 
     Returns the run id, or None when nothing started: a concurrent trigger with
     the same key won the stream's expected version, or (on_duplicate="ignore")
-    the key's run is still open.
+    the key's run is still open. A run without a key cannot conflict: its
+    run-started joins one append just before the transaction commits, so a
+    projection batch does not hold the append lock while it works.
     """
+    started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key)
+    if key is None:
+        run_id = ev.run_id_for(wf.name, None)
+        _defer(conn, tenant_id, run_id, started)
+        return run_id
     run_id = ev.run_id_for(wf.name, key)
-    expected = 0
-    if key is not None:
-        row = engine.lock_run(conn, tenant_id, run_id)
-        if row is not None:
-            if row.status in ("running", "suspended"):
-                if wf.on_duplicate == "ignore":
-                    log.info("workflow trigger ignored: run still open", extra={"run_id": run_id})
-                    return None
-                run_id = ev.run_id_for(wf.name, f"{key}|{trigger.id}")
-                row = engine.lock_run(conn, tenant_id, run_id)
-            expected = row.version if row is not None else 0
+    row = runs.lock_run(conn, tenant_id, run_id)
+    if row is not None and row.status in ("running", "suspended"):
+        if wf.on_duplicate == "ignore":
+            log.info("workflow trigger ignored: run still open", extra={"run_id": run_id})
+            return None
+        run_id = ev.run_id_for(wf.name, f"{key}|{trigger.id}")
+        row = runs.lock_run(conn, tenant_id, run_id)
+    expected = row.version if row is not None else 0
     try:
         with conn.begin_nested():
             append(
-                conn,
-                engine.stream(tenant_id, run_id),
-                [
-                    NewEvent(
-                        ev.RUN_STARTED,
-                        ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key),
-                    )
-                ],
-                expected,
+                conn, runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], expected
             )
     except VersionConflict:
         log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
         return None
-    engine.schedule_advance(conn, tenant_id, run_id)
+    _advance_after_commit(conn, tenant_id, run_id)
     return run_id
 
 
-def record_trigger_failure(
-    conn: Connection, wf: api.Workflow, tenant_id: str, exc: Exception
-) -> None:
+_STARTS = "workflows.deferred_starts"
+_ADVANCES = "workflows.started_runs"
+ADVANCE_CHUNK = 10  # runs per advance job: fewer jobs, and still spread over workers
+
+
+def _defer(conn: Connection, tenant_id: str, run_id: str, started: dict[str, Any]) -> None:
+    starts = conn.info.get(_STARTS)
+    if starts is None:
+        starts = conn.info[_STARTS] = []
+        db.before_commit(conn, lambda: _flush_starts(conn))
+    starts.append((runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], 0))
+
+
+def _flush_starts(conn: Connection) -> None:
+    starts = conn.info.pop(_STARTS, [])
+    if starts:
+        append_many(conn, starts)
+    for s, _, _ in starts:
+        _advance_after_commit(conn, s.tenant_id, s.aggregate_id)
+
+
+def _advance_after_commit(conn: Connection, tenant_id: str, run_id: str) -> None:
+    """Collect the transaction's started runs; after commit, one advance job
+    per chunk of them."""
+    started = conn.info.get(_ADVANCES)
+    if started is None:
+        started = conn.info[_ADVANCES] = []
+        db.after_commit(conn, lambda: _enqueue_advances(conn.info.pop(_ADVANCES, [])))
+    started.append((tenant_id, run_id))
+
+
+def _enqueue_advances(started: list[tuple[str, str]]) -> None:
+    by_tenant: dict[str, list[str]] = {}
+    for tenant_id, run_id in started:
+        by_tenant.setdefault(tenant_id, []).append(run_id)
+    for tenant_id, ids in by_tenant.items():
+        for i in range(0, len(ids), ADVANCE_CHUNK):
+            schedule_advance_many(tenant_id, ids[i : i + ADVANCE_CHUNK])
+
+
+def record_trigger_failure(conn: Connection, wf: Workflow, tenant_id: str, exc: Exception) -> None:
     """A filter or key function raised: record run-failed (generic text), swallow."""
     log.warning("workflow trigger failed", extra={"workflow": wf.name}, exc_info=exc)
     run_id = ev.run_id_for(wf.name, None)
     append(
         conn,
-        engine.stream(tenant_id, run_id),
+        runs.stream(tenant_id, run_id),
         [NewEvent(ev.RUN_FAILED, ev.run_failed(wf.name, 0, ev.step_error(exc)))],
         0,
     )
 
 
-def _apply_for(wf: api.Workflow) -> Any:
+def _apply_for(wf: Workflow) -> Any:
     def apply(conn: Connection, event: Event) -> None:
         try:
-            if isinstance(wf.trigger, api.WebhookTrigger):
+            if isinstance(wf.trigger, WebhookTrigger):
                 if event.payload.get("workflowName") != wf.name:
                     return
             elif (
-                isinstance(wf.trigger, api.EventTrigger)
+                isinstance(wf.trigger, EventTrigger)
                 and wf.trigger.filter is not None
                 and not wf.trigger.filter(event)
             ):
@@ -108,35 +153,33 @@ def _apply_for(wf: api.Workflow) -> Any:
     return apply
 
 
-def mount(wf: api.Workflow) -> None:
-    if isinstance(wf.trigger, api.EventTrigger):
+def mount(wf: Workflow) -> None:
+    if isinstance(wf.trigger, EventTrigger):
         projections.register(
             projection_name(wf), [wf.trigger.event_type], _apply_for(wf), start="now"
         )
-    elif isinstance(wf.trigger, api.WebhookTrigger):
+    elif isinstance(wf.trigger, WebhookTrigger):
         projections.register(
             projection_name(wf), [ev.WEBHOOK_RECEIVED], _apply_for(wf), start="now"
         )
-    elif isinstance(wf.trigger, api.CronTrigger):
+    elif isinstance(wf.trigger, CronTrigger):
         name = wf.name
 
         def tick(tenant_id: str | None, at: datetime) -> None:
-            from webapp.workflows import registry
-
-            current = registry.get(name)
+            current = catalog.get(name)
             if current is not None and tenant_id is not None:
                 start_cron_run(current, tenant_id, at)
 
         register_job(JobSpec(cron_job_name(wf), tick, wf.trigger.schedule, True, "skip"))
 
 
-def unmount(wf: api.Workflow) -> None:
+def unmount(wf: Workflow) -> None:
     projections.unregister(projection_name(wf))
-    if isinstance(wf.trigger, api.CronTrigger):
+    if isinstance(wf.trigger, CronTrigger):
         unregister_job(cron_job_name(wf))
 
 
-def start_cron_run(wf: api.Workflow, tenant_id: str, tick: datetime) -> str | None:
+def start_cron_run(wf: Workflow, tenant_id: str, tick: datetime) -> str | None:
     """One run per (workflow, tick): the tick event and run-started share a
     stream keyed by name + tick, so a second scheduler or a restart loses the
     expected-version race and starts nothing."""
@@ -157,10 +200,9 @@ def start_cron_run(wf: api.Workflow, tenant_id: str, tick: datetime) -> str | No
     return started
 
 
-def receive_webhook(wf: api.Workflow, body: Any, received_at: datetime | None = None) -> Event:
+def receive_webhook(wf: Workflow, body: Any, received_at: datetime | None = None) -> Event:
     """Record a verified webhook call; the workflow's trigger projection starts the run."""
-    assert isinstance(wf.trigger, api.WebhookTrigger)
-    import uuid
+    assert isinstance(wf.trigger, WebhookTrigger)
 
     with db.transaction() as conn:
         return append(

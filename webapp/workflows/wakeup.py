@@ -1,8 +1,15 @@
-"""Event wake-up: one async projection per workflow that declares `awaits`.
+"""Event wake-up: an awaited event wakes the runs waiting for it.
 
-For each pending row of the event's tenant waiting for that type, the row's
-persisted match expression is evaluated against the payload; a match sets the
-trigger columns and wake_at = now and (after commit) enqueues resume-run at once.
+Inline, in the transaction that appends the event (`apply_inline`): the
+pending rows of the event's tenant waiting for that type (indexed) have their
+persisted match expression evaluated against the payload; a match sets the
+trigger columns and wake_at = now and (after commit) enqueues resume-run at
+once, so an awaited event costs one queue hop. The append lock orders this
+with every suspension: a suspension committed before the event is seen here,
+one committed after it finds the event in its look-back (`suspend`).
+
+Behind it, as a net, one async projection per workflow that declares
+`awaits` does the same from a durable cursor (rows already woken are skipped).
 A row whose expression cannot be evaluated is logged and skipped; it never
 blocks the other rows waiting on the same event.
 """
@@ -14,15 +21,17 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from webapp.eventstore import Event, projections
-from webapp.workflows import api, engine
+from webapp.eventstore import Event, projections, register_inline
 from webapp.workflows import match as matchmod
+from webapp.workflows import runs
+from webapp.workflows.model import Workflow
 from webapp.workflows.tables import workflow_run_pending
+from webapp.workflows.timers import schedule_resume
 
 log = logging.getLogger("webapp.workflows")
 
 
-def projection_name(wf: api.Workflow) -> str:
+def projection_name(wf: Workflow) -> str:
     return f"workflow-{wf.name}-wakeup"
 
 
@@ -38,8 +47,26 @@ def apply(conn: Connection, event: Event, workflow_name: str) -> None:
     for row in rows:
         if not _matches(row, event):
             continue
-        engine.wake(conn, row.tenant_id, row.run_id, row.step_index, event)
-        engine.schedule_resume(conn, row.tenant_id, row.run_id, row.step_index, event.recorded_at)
+        if runs.wake(conn, row.tenant_id, row.run_id, row.step_index, event):
+            schedule_resume(conn, row.tenant_id, row.run_id, row.step_index, event.recorded_at)
+
+
+def apply_inline(conn: Connection, event: Event) -> None:
+    rows = conn.execute(
+        select(workflow_run_pending).where(
+            workflow_run_pending.c.tenant_id == event.tenant_id,
+            workflow_run_pending.c.wait_event_type == event.type,
+            workflow_run_pending.c.trigger_event_ref.is_(None),
+        )
+    ).all()
+    for row in rows:
+        if _matches(row, event) and runs.wake(
+            conn, row.tenant_id, row.run_id, row.step_index, event
+        ):
+            schedule_resume(conn, row.tenant_id, row.run_id, row.step_index, event.recorded_at)
+
+
+_inline_types: set[str] = set()
 
 
 def _matches(row: Any, event: Event) -> bool:
@@ -58,8 +85,11 @@ def _matches(row: Any, event: Event) -> bool:
         return False
 
 
-def mount(wf: api.Workflow) -> None:
+def mount(wf: Workflow) -> None:
     types = set(wf.awaits.values())
+    for t in types - _inline_types:
+        register_inline(t, apply_inline)  # a no-op for types nobody waits for
+        _inline_types.add(t)
     if types:
         # Start from now: rows that exist before mounting are covered by the
         # look-back each wait does when it registers.
@@ -69,5 +99,5 @@ def mount(wf: api.Workflow) -> None:
         )
 
 
-def unmount(wf: api.Workflow) -> None:
+def unmount(wf: Workflow) -> None:
     projections.unregister(projection_name(wf))

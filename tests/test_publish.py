@@ -1,0 +1,124 @@
+"""webapp.events.publish and `flask events append`: a public way to publish a
+domain event; it joins an open transaction or opens one, and the dispatch is
+queued after the commit, never before and never on rollback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rq import Queue
+
+from webapp import create_app, db
+from webapp.events import PublishError, publish
+from webapp.eventstore import StreamId, VersionConflict, read_stream
+from webapp.jobs.queue import DISPATCH_FUNC, DISPATCH_PENDING_KEY
+
+
+def _stream(aggregate_type: str, aggregate_id: str, tenant: str = "default") -> list:
+    with db.reading() as conn:
+        return read_stream(conn, StreamId(tenant, aggregate_type, aggregate_id))
+
+
+def _dispatch_queued(redis) -> bool:
+    return any(j.func_name == DISPATCH_FUNC for j in Queue("default", connection=redis).jobs)
+
+
+def test_publish_alone_commits_and_queues_one_dispatch(app, redis):
+    event = publish("order.placed", "order", "o-1", {"total": 12})
+    assert [e.id for e in _stream("order", "o-1")] == [event.id]
+    assert event.payload == {"total": 12} and event.version == 1
+    assert _dispatch_queued(redis)
+
+
+def test_publish_joins_an_open_transaction(app, redis):
+    with db.transaction():
+        publish("order.placed", "order", "o-2", {})
+        publish("order.paid", "order", "o-2", {})
+        assert _stream("order", "o-2") == []  # not committed yet
+        assert not redis.exists(DISPATCH_PENDING_KEY)  # dispatch only after commit
+    assert [e.type for e in _stream("order", "o-2")] == ["order.placed", "order.paid"]
+    assert _dispatch_queued(redis)
+
+
+def test_publish_rolls_back_with_the_transaction(app, redis):
+    with pytest.raises(RuntimeError, match="boom"), db.transaction():
+        publish("order.placed", "order", "o-3", {})
+        raise RuntimeError("boom")
+    assert _stream("order", "o-3") == []
+    assert not _dispatch_queued(redis)
+
+
+def test_publish_outside_an_app_context_needs_app(make_config, redis):
+    other = create_app(make_config())
+    with pytest.raises(RuntimeError, match="app context or pass app="):
+        publish("order.placed", "order", "o-4", {})
+    event = publish("order.placed", "order", "o-4", {"a": 1}, app=other)
+    with other.app_context():
+        assert [e.id for e in _stream("order", "o-4")] == [event.id]
+        with db.transaction() as conn:  # leave the database as the fixtures expect
+            conn.exec_driver_sql("DELETE FROM events WHERE aggregate_id = 'o-4'")
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (("", "order", "o"), {}, "event type must be a non-empty string"),
+        (("order.placed", "", "o"), {}, "aggregate type"),
+        (("order.placed", "order", ""), {}, "aggregate id"),
+        (("order.placed", "order", "o", ["x"]), {}, "payload must be a JSON object"),
+        (("order.placed", "order", "o", {"t": object()}), {}, "JSON-serialisable"),
+        (("order.placed", "order", "o", {"n": float("nan")}), {}, "JSON-serialisable"),
+        (("order.placed", "order", "o"), {"tenant": "nope"}, "unknown tenant 'nope'"),
+        (("user.email-verified", "user", "u"), {}, "belong to the product"),
+        (("workflow.run-started", "thing", "u"), {}, "belong to the product"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_written(app, redis, args, kwargs, message):
+    with pytest.raises(PublishError, match=message):
+        publish(*args, **kwargs)
+    with db.reading() as conn:
+        assert conn.exec_driver_sql("SELECT COUNT(*) FROM events").scalar() == 0
+
+
+def test_expected_version_makes_the_append_conditional(app):
+    publish("order.placed", "order", "o-5", {}, expected_version=0)
+    with pytest.raises(VersionConflict):
+        publish("order.placed", "order", "o-5", {}, expected_version=0)
+
+
+def test_cli_events_append(app, runner, redis):
+    ok = runner.invoke(
+        args=[
+            "events",
+            "append",
+            "order.placed",
+            "--aggregate",
+            "order/o-9",
+            "--payload",
+            '{"a": 1}',
+        ]
+    )
+    assert ok.exit_code == 0, ok.output
+    (event,) = _stream("order", "o-9")
+    assert event.payload == {"a": 1} and event.id in ok.output
+    assert _dispatch_queued(redis)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--aggregate", "order", "--payload", "{}"], "expected TYPE/ID"),
+        (["--aggregate", "/o-1", "--payload", "{}"], "expected TYPE/ID"),
+        (["--aggregate", "order/", "--payload", "{}"], "expected TYPE/ID"),
+        (["--aggregate", "order/1", "--payload", "{not json"], "not valid JSON"),
+        (["--aggregate", "order/1", "--payload", json.dumps([1])], "must be a JSON object"),
+        (["--aggregate", "order/1", "--tenant", "ghost"], "unknown tenant 'ghost'"),
+    ],
+)
+def test_cli_events_append_bad_input(app, runner, args, message):
+    res = runner.invoke(args=["events", "append", "order.placed", *args])
+    assert res.exit_code != 0
+    assert message in res.output
+    with db.reading() as conn:
+        assert conn.exec_driver_sql("SELECT COUNT(*) FROM events").scalar() == 0

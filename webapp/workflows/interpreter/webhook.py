@@ -1,0 +1,82 @@
+"""send_webhook: an HTTP request with a JSON body (at least once).
+
+httpx sends it; tenacity retries network errors and 5xx answers `step.retry`
+times with a linear backoff of `step.retry_delay` seconds. A 4xx answer fails
+the step at once (sending the same request again would not help).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from flask import current_app, has_app_context
+from sqlalchemy import Connection
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_incrementing
+
+from webapp.workflows.context import RunContext
+from webapp.workflows.interpreter.core import resolve, runs
+from webapp.workflows.model import SendWebhook
+
+
+class WebhookError(Exception):
+    """The webhook answered with an error status or could not be reached."""
+
+
+class _Transient(WebhookError):
+    """Worth another attempt: unreachable, timed out, or a 5xx answer."""
+
+
+def secret(name: str) -> str:
+    secrets = current_app.config["APP_CONFIG"].secrets if has_app_context() else {}
+    value = secrets.get(name.lower())
+    if not value:
+        raise LookupError(f"secret {name!r} is not configured (env SECRET_{name.upper()})")
+    return str(value)
+
+
+def _request(step: SendWebhook, ctx: RunContext) -> httpx.Request:
+    headers = {str(k): str(v) for k, v in (resolve(step.headers, ctx) or {}).items()}
+    body = resolve(step.body, ctx)
+    content = None if body is None else json.dumps(body).encode()
+    if content is not None:
+        headers.setdefault("Content-Type", "application/json")
+    if step.auth is not None:
+        if "bearer" in step.auth:
+            headers["Authorization"] = f"Bearer {secret(step.auth['bearer'])}"
+        else:
+            headers[step.auth["header"]] = secret(step.auth["secret"])
+    return httpx.Request(step.method, str(resolve(step.url, ctx)), headers=headers, content=content)
+
+
+def _send_once(client: httpx.Client, request: httpx.Request) -> dict[str, Any]:
+    try:
+        resp = client.send(request)
+    except httpx.TransportError as exc:
+        raise _Transient(f"webhook unreachable: {type(exc).__name__}") from None
+    if resp.status_code >= 500:
+        raise _Transient(f"webhook answered {resp.status_code}")
+    if resp.status_code >= 400:
+        raise WebhookError(f"webhook answered {resp.status_code}")
+    try:
+        parsed: Any = resp.json() if resp.content else None
+    except ValueError:
+        parsed = resp.text
+    return {"status": resp.status_code, "body": parsed}
+
+
+@runs(SendWebhook)
+def send_webhook(step: SendWebhook, ctx: RunContext, conn: Connection | None) -> Any:
+    request = _request(step, ctx)
+    retrying = Retrying(
+        retry=retry_if_exception_type(_Transient),
+        stop=stop_after_attempt(step.retry + 1),
+        wait=wait_incrementing(start=step.retry_delay, increment=step.retry_delay),
+        reraise=True,
+    )
+    with httpx.Client(timeout=step.timeout, follow_redirects=False) as client:
+        for attempt in retrying:
+            with attempt:
+                return _send_once(client, request)
+    raise AssertionError("unreachable")  # pragma: no cover - reraise=True

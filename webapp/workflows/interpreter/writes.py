@@ -1,0 +1,49 @@
+"""append_event and call: database writes in the step's own transaction, which
+also commits the run's progress, so each happens exactly once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection
+
+from webapp.eventstore import ANY, Metadata, NewEvent, StreamId, append
+from webapp.workflows import catalog
+from webapp.workflows.context import RunContext
+from webapp.workflows.interpreter.core import resolve, runs
+from webapp.workflows.model import AppendEvent, Call
+
+
+class NoTransaction(RuntimeError):
+    """A database step ran outside the transaction that records its progress."""
+
+
+def _needs(conn: Connection | None, name: str) -> Connection:
+    if conn is None:
+        raise NoTransaction(
+            f"step {name!r} writes to the database and needs the step's transaction"
+        )
+    return conn
+
+
+@runs(AppendEvent)
+def append_event(step: AppendEvent, ctx: RunContext, conn: Connection | None) -> Any:
+    payload = resolve(step.payload, ctx) or {}
+    e = append(
+        _needs(conn, step.name),
+        StreamId(
+            ctx.tenant_id,
+            str(resolve(step.aggregate_type, ctx)),
+            str(resolve(step.aggregate_id, ctx)),
+        ),
+        [NewEvent(step.event_type, payload)],
+        ANY,
+        Metadata(actor=f"workflow:{ctx.workflow_name}", correlation_id=ctx.run_id),
+    )[0]
+    return e.ref
+
+
+@runs(Call)
+def call(step: Call, ctx: RunContext, conn: Connection | None) -> Any:
+    handler = catalog.get_handler(step.handler)
+    return handler(_needs(conn, step.name), ctx, resolve(step.payload, ctx))

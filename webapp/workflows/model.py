@@ -1,0 +1,170 @@
+"""What a workflow definition is made of: triggers, steps, the workflow.
+
+Plain frozen dataclasses; `webapp.workflows.api` builds and validates them, the
+interpreter (`webapp.workflows.interpreter`) runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cached_property
+from typing import Any, Literal
+
+from webapp.eventstore import Event
+from webapp.workflows.context import RunContext
+from webapp.workflows.fingerprint import fingerprint
+
+
+class DefinitionError(ValueError):
+    """A workflow definition is invalid (raised when it is defined)."""
+
+
+# -- triggers -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventTrigger:
+    event_type: str
+    filter: Callable[[Event], bool] | None = None
+    kind: Literal["event"] = "event"
+
+
+@dataclass(frozen=True)
+class CronTrigger:
+    schedule: str
+    kind: Literal["cron"] = "cron"
+
+
+@dataclass(frozen=True)
+class WebhookTrigger:
+    path: str
+    secret: str  # name of a secret in config.secrets (env SECRET_<NAME>)
+    tenant_id: str = "default"
+    kind: Literal["webhook"] = "webhook"
+
+
+Trigger = EventTrigger | CronTrigger | WebhookTrigger
+
+# -- steps ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+
+    suspends = False  # wait / wait_for_event / retry may suspend the run
+    uses_db = False  # runs inside a transaction together with the progress commit
+
+
+@dataclass(frozen=True)
+class Compute(Step):
+    fn: Callable[[RunContext], Any]
+
+
+@dataclass(frozen=True)
+class Return(Step):
+    value: Any
+
+
+@dataclass(frozen=True)
+class Branch(Step):
+    condition: Any
+    then: tuple[Step, ...]
+    otherwise: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class ForEach(Step):
+    over: Any
+    as_: str
+    do: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Wait(Step):
+    duration: Any  # timedelta | ISO-8601 duration | datetime | function of ctx
+    suspends = True
+
+
+@dataclass(frozen=True)
+class WaitForEvent(Step):
+    event: str  # a key of the workflow's `awaits`
+    match: Any  # node | persisted expression | function of ctx | None
+    timeout: Any
+    suspends = True
+
+
+@dataclass(frozen=True)
+class Retry(Step):
+    times: int
+    backoff: Literal["linear", "exponential"]
+    do: tuple[Step, ...]
+    base_delay: timedelta = timedelta(seconds=10)
+    suspends = True
+
+    def delay(self, failed_attempt: int) -> timedelta:
+        if self.backoff == "linear":
+            return self.base_delay * failed_attempt
+        return self.base_delay * (2 ** (failed_attempt - 1))
+
+
+@dataclass(frozen=True)
+class SendMail(Step):
+    to: Any
+    subject: Any
+    body: Any
+
+
+@dataclass(frozen=True)
+class SendWebhook(Step):
+    url: Any
+    method: str
+    headers: Any
+    body: Any
+    auth: Mapping[str, str] | None
+    retry: int
+    retry_delay: float
+    timeout: float
+
+
+@dataclass(frozen=True)
+class AppendEvent(Step):
+    aggregate_type: Any
+    aggregate_id: Any
+    event_type: str
+    payload: Any
+    uses_db = True
+
+
+@dataclass(frozen=True)
+class Call(Step):
+    handler: str
+    payload: Any
+    uses_db = True
+
+
+# -- the workflow ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workflow:
+    name: str
+    trigger: Trigger
+    steps: tuple[Step, ...]
+    awaits: Mapping[str, str] = field(default_factory=dict)
+    idempotency_key: str | Callable[[Event], str | None] | None = None
+    on_duplicate: Literal["ignore", "new-run"] = "ignore"
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return fingerprint(self)
+
+    def key_for(self, event: Event) -> str | None:
+        if self.idempotency_key is None:
+            return None
+        if isinstance(self.idempotency_key, str):
+            return self.idempotency_key
+        key = self.idempotency_key(event)
+        return None if key is None else str(key)

@@ -1,0 +1,165 @@
+"""How a run stops (completed, failed, suspended by a wait) and committing
+those stops, many runs of one tenant in one transaction (`finish_many`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from webapp import clock, db
+from webapp.eventstore import NewEvent, StreamId, VersionConflict
+from webapp.workflows import events as ev
+from webapp.workflows import runs
+from webapp.workflows.context import RunContext
+from webapp.workflows.durations import to_instant
+from webapp.workflows.interpreter import resolve
+from webapp.workflows.model import Wait, Workflow
+from webapp.workflows.state import Outcome
+from webapp.workflows.tables import workflow_runs
+from webapp.workflows.timers import schedule_resume
+
+log = logging.getLogger("webapp.workflows")
+
+
+def completed(
+    ctx: RunContext, wf: Workflow, token: str, carry: list[NewEvent] | None = None
+) -> Outcome:
+    n = len(wf.steps)
+    return Outcome(
+        ctx.run_id,
+        token,
+        "completed",
+        [*(carry or []), NewEvent(ev.RUN_COMPLETED, ev.run_completed(wf.name, n))],
+        dict(results=ctx.results, step_index=n, attempt=1),
+    )
+
+
+def failed(
+    ctx: RunContext,
+    wf: Workflow,
+    exc: BaseException,
+    token: str,
+    carry: list[NewEvent] | None = None,
+) -> Outcome:
+    # The raw error may hold personal data: the log gets it, the event does not.
+    log.warning(
+        "workflow step failed",
+        extra={"workflow": wf.name, "run_id": ctx.run_id, "step_index": ctx.step_index},
+        exc_info=exc,
+    )
+    return Outcome(
+        ctx.run_id,
+        token,
+        "failed",
+        [
+            *(carry or []),
+            NewEvent(ev.RUN_FAILED, ev.run_failed(wf.name, ctx.step_index, ev.step_error(exc))),
+        ],
+        dict(results=storable(ctx.results)),
+    )
+
+
+def wake_at(ctx: RunContext, step: Wait) -> datetime:
+    return to_instant(resolve(step.duration, ctx), clock.now())
+
+
+def waiting(
+    ctx: RunContext,
+    step: Wait,
+    token: str,
+    fingerprint: str,
+    at: datetime,
+    carry: list[NewEvent] | None = None,
+) -> Outcome:
+    return Outcome(
+        ctx.run_id,
+        token,
+        "suspended",
+        [*(carry or []), waiting_event(ctx, at, fingerprint)],
+        dict(results=ctx.results),
+        step_index=ctx.step_index,
+        wake_at=at,
+    )
+
+
+def waiting_event(ctx: RunContext, at: datetime, fingerprint: str) -> NewEvent:
+    return NewEvent(
+        ev.STEP_WAITING,
+        ev.step_waiting(ctx.step_index, at.isoformat(), ctx.workflow_name, fingerprint),
+    )
+
+
+def passed_wait(ctx: RunContext, at: datetime, fingerprint: str) -> list[NewEvent]:
+    """A wait already due when reached: suspended and resumed on the spot, the
+    two events committed with the run's next stop."""
+    return [
+        waiting_event(ctx, at, fingerprint),
+        NewEvent(ev.STEP_RESUMED, ev.step_resumed(ctx.step_index, None)),
+    ]
+
+
+def storable(results: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in results.items():
+        try:
+            json.dumps(v)
+            out[k] = v
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def finish_many(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
+    """Commit the stops of many leased runs of one tenant in one transaction:
+    their run events in one append, their projections set-based. A run whose
+    lease is gone (cancelled, taken over) is left alone: "lost"."""
+    if not outcomes:
+        return {}
+    try:
+        return _finish(tenant_id, outcomes)
+    except VersionConflict:
+        # Every writer of a run stream holds its runs row, which we lock, so this
+        # should not happen; settle the batch run by run so one cannot sink all.
+        if len(outcomes) == 1:
+            log.warning("workflow run lost its stream", extra={"run_id": outcomes[0].run_id})
+            return {outcomes[0].run_id: "lost"}
+        out: dict[str, str] = {}
+        for o in outcomes:
+            out.update(finish_many(tenant_id, [o]))
+        return out
+
+
+def _finish(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    with db.transaction() as conn:
+        rows = _lock_rows(conn, tenant_id, sorted({o.run_id for o in outcomes}))
+        batch: list[tuple[StreamId, list[NewEvent], int]] = []
+        extra: dict[tuple[str, str], dict[str, Any]] = {}
+        for o in outcomes:
+            row = rows.get(o.run_id)
+            if row is None or row.status != "running" or row.lease_token != o.token:
+                out[o.run_id] = "lost"
+                continue
+            batch.append((runs.stream(tenant_id, o.run_id), o.events, row.version))
+            extra[(tenant_id, o.run_id)] = o.values
+            out[o.run_id] = o.status
+            if o.wake_at is not None:
+                schedule_resume(conn, tenant_id, o.run_id, o.step_index, o.wake_at)
+        runs.append_batch(conn, batch, extra)
+    return out
+
+
+def _lock_rows(conn: Connection, tenant_id: str, run_ids: list[str]) -> dict[str, Any]:
+    q = select(
+        workflow_runs.c.run_id,
+        workflow_runs.c.status,
+        workflow_runs.c.lease_token,
+        workflow_runs.c.version,
+    ).where(workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id.in_(run_ids))
+    if not db.is_sqlite(conn):
+        q = q.order_by(workflow_runs.c.run_id).with_for_update()
+    return {r.run_id: r for r in conn.execute(q)}

@@ -1,0 +1,132 @@
+"""A run's stream and its `workflow_runs` row: lock, append, save progress,
+and the look-back / wake-up writes on its pending row."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from webapp import clock, db
+from webapp.eventstore import Event, NewEvent, StreamId, append, append_many, read_all
+from webapp.workflows import batch as batchmod
+from webapp.workflows import events as ev
+from webapp.workflows import match as matchmod
+from webapp.workflows.tables import workflow_run_pending, workflow_runs
+
+CONSUMED = "$consumed"  # results key: position of the last awaited event this run used
+LOOKBACK_PAGE = 500
+
+
+def stream(tenant_id: str, run_id: str) -> StreamId:
+    return StreamId(tenant_id, ev.AGGREGATE_TYPE, run_id)
+
+
+def new_token() -> str:
+    return str(uuid.uuid4())
+
+
+def lock_run(conn: Connection, tenant_id: str, run_id: str) -> Any:
+    q = select(workflow_runs).where(
+        workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id == run_id
+    )
+    if not db.is_sqlite(conn):
+        q = q.with_for_update()
+    return conn.execute(q).first()
+
+
+def read_run(conn: Connection, tenant_id: str, run_id: str) -> Any:
+    return conn.execute(
+        select(workflow_runs).where(
+            workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id == run_id
+        )
+    ).first()
+
+
+def owned(conn: Connection, tenant_id: str, run_id: str, token: str) -> Any:
+    """The locked runs row while we still hold its lease, else None."""
+    row = lock_run(conn, tenant_id, run_id)
+    if row is None or row.status != "running" or row.lease_token != token:
+        return None
+    return row
+
+
+def append_run_event(conn: Connection, row: Any, type_: str, payload: dict[str, Any]) -> Event:
+    """Append to the run's stream at the version the (locked) runs row says."""
+    s = stream(row.tenant_id, row.run_id)
+    return append(conn, s, [NewEvent(type_, payload)], row.version)[0]
+
+
+def append_batch(
+    conn: Connection,
+    batch: list[tuple[StreamId, list[NewEvent], int]],
+    extra: dict[tuple[str, str], dict[str, Any]] | None = None,
+) -> None:
+    """Append run events to many run streams (each at its expected version) and
+    apply their projections set-based, plus `extra` runs columns per run."""
+    if not batch:
+        return
+    with batchmod.batched(conn) as collected:
+        if len(batch) == 1:
+            append(conn, *batch[0])  # one round trip fewer than append_many
+        else:
+            append_many(conn, batch)
+    batchmod.flush(conn, collected, extra)
+
+
+def save(conn: Connection, row: Any, **values: Any) -> None:
+    conn.execute(
+        update(workflow_runs)
+        .where(workflow_runs.c.tenant_id == row.tenant_id, workflow_runs.c.run_id == row.run_id)
+        .values(updated_at=clock.now(), **values)
+    )
+
+
+def save_owned(conn: Connection, tenant_id: str, run_id: str, token: str, **values: Any) -> bool:
+    """Commit progress if we still hold the lease: one statement, no read."""
+    done = conn.execute(
+        update(workflow_runs)
+        .where(
+            workflow_runs.c.tenant_id == tenant_id,
+            workflow_runs.c.run_id == run_id,
+            workflow_runs.c.status == "running",
+            workflow_runs.c.lease_token == token,
+        )
+        .values(updated_at=clock.now(), **values)
+    ).rowcount
+    return bool(done)
+
+
+def lookback(
+    conn: Connection, tenant_id: str, event_type: str, after: int, expr: Any
+) -> Event | None:
+    """The first event of `event_type` after position `after` matching `expr`."""
+    while True:
+        page = read_all(conn, after, [event_type], limit=LOOKBACK_PAGE, tenant_id=tenant_id)
+        for e in page:
+            try:
+                if matchmod.evaluate(expr, e.payload):
+                    return e
+            except matchmod.MatchError:
+                return None
+        if len(page) < LOOKBACK_PAGE:
+            return None
+        after = page[-1].position
+
+
+def wake(conn: Connection, tenant_id: str, run_id: str, step_index: int, e: Event) -> bool:
+    """Point a waiting pending row at the event it awaited and make it due now.
+    The first matching event wins; False when the row was gone or already woken."""
+    return bool(
+        conn.execute(
+            update(workflow_run_pending)
+            .where(
+                workflow_run_pending.c.tenant_id == tenant_id,
+                workflow_run_pending.c.run_id == run_id,
+                workflow_run_pending.c.step_index == step_index,
+                workflow_run_pending.c.trigger_event_ref.is_(None),
+            )
+            .values(trigger_event_type=e.type, trigger_event_ref=e.ref, wake_at=clock.now())
+        ).rowcount
+    )

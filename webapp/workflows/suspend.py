@@ -1,0 +1,90 @@
+"""Suspensions the run loop commits itself: a retry's backoff and a wait for
+an event (with its look-back for an event that came first)."""
+
+from __future__ import annotations
+
+import logging
+
+from webapp import clock, db
+from webapp.workflows import events as ev
+from webapp.workflows import match as matchmod
+from webapp.workflows import runs
+from webapp.workflows.context import RunContext
+from webapp.workflows.durations import to_instant
+from webapp.workflows.interpreter import resolve
+from webapp.workflows.model import Retry, WaitForEvent, Workflow
+from webapp.workflows.outcomes import storable
+from webapp.workflows.timers import schedule_resume
+
+log = logging.getLogger("webapp.workflows")
+
+
+def for_retry(ctx: RunContext, step: Retry, exc: Exception, token: str) -> str:
+    log.info(
+        "workflow retry scheduled",
+        extra={"workflow": ctx.workflow_name, "run_id": ctx.run_id, "attempt": ctx.attempt},
+        exc_info=exc,
+    )
+    wake_at = clock.now() + step.delay(ctx.attempt)
+    with db.transaction() as conn:
+        row = runs.owned(conn, ctx.tenant_id, ctx.run_id, token)
+        if row is None:
+            return "lost"
+        runs.save(conn, row, results=storable(ctx.results))
+        runs.append_run_event(
+            conn,
+            row,
+            ev.RETRY_SCHEDULED,
+            ev.retry_scheduled(
+                ctx.step_index,
+                ctx.attempt + 1,
+                step.times,
+                wake_at.isoformat(),
+                ctx.workflow_name,
+                ev.step_error(exc),
+            ),
+        )
+        schedule_resume(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, wake_at)
+    return "suspended"
+
+
+def for_event(ctx: RunContext, wf: Workflow, step: WaitForEvent, token: str) -> str:
+    event_type = wf.awaits[step.event]
+    node = resolve(step.match, ctx)
+    expr = matchmod.persist(node) if node is not None else None
+    timeout_at = to_instant(resolve(step.timeout, ctx), clock.now())
+    with db.transaction() as conn:
+        row = runs.owned(conn, ctx.tenant_id, ctx.run_id, token)
+        if row is None:
+            return "lost"
+        runs.save(conn, row, results=ctx.results)
+        runs.append_run_event(
+            conn,
+            row,
+            ev.STEP_WAITING_FOR_EVENT,
+            ev.step_waiting_for_event(
+                ctx.step_index, event_type, expr, timeout_at.isoformat(), wf.name, row.fingerprint
+            ),
+        )
+        schedule_resume(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, timeout_at)
+    look_back(ctx, event_type, expr)
+    return "suspended"
+
+
+def look_back(ctx: RunContext, event_type: str, expr: object) -> bool:
+    """Event before wait: the awaited event may have landed any time after the
+    trigger, before this wait's pending row existed. This scan runs after the
+    suspension committed (and outside the append lock): an event committed
+    before it is visible here, one committed after it finds the pending row in
+    the wake-up projection. Scans from the trigger event (or the last awaited
+    event this run consumed), not from run-started."""
+    after = max(int(ctx.trigger.position), int(ctx.results.get(runs.CONSUMED, 0)))
+    with db.reading() as conn:
+        found = runs.lookback(conn, ctx.tenant_id, event_type, after, expr)
+    if found is None:
+        return False
+    with db.transaction() as conn:
+        if not runs.wake(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, found):
+            return False
+        schedule_resume(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, clock.now())
+    return True

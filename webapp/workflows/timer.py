@@ -1,0 +1,114 @@
+"""The precise timer: fires due resumes to the millisecond and re-dispatches
+runs whose lease expired (their worker died), in every worker process.
+
+Due wake-ups live in a Redis sorted set scored by their instant in
+milliseconds (`timers.schedule_resume` adds them). The timer sleeps exactly
+until the earliest one, woken early through a list when a sooner one is
+added; a due member is claimed with ZREM, so of several timers exactly one
+enqueues its resume. Every `LEASE_CHECK_S` it also looks for running runs
+whose lease expired and enqueues `advance` for them.
+
+The database stays the truth: when Redis loses the set, the minute sweep
+(`sweep`) still finds every due pending row.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from flask import Flask
+from redis import Redis
+from redis.exceptions import RedisError
+from sqlalchemy import select
+
+from webapp import clock, db, tenants
+from webapp.jobs import enqueue
+from webapp.redis_conn import get_redis
+from webapp.workflows import timers
+from webapp.workflows.tables import workflow_runs
+
+log = logging.getLogger("webapp.workflows")
+
+LEASE_CHECK_S = 2.0
+MAX_SLEEP_S = 1.0
+BATCH = 200
+
+
+def fire_due(r: Redis, now_ms: int) -> int:
+    """Enqueue the resume of every due member we manage to claim."""
+    fired = 0
+    due: list[Any] = list(r.zrangebyscore(timers.TIMER_KEY, "-inf", now_ms, start=0, num=BATCH))
+    for member in due:
+        if not r.zrem(timers.TIMER_KEY, member):
+            continue  # another timer took it
+        tenant_id, run_id, step = timers.parse_member(member)
+        enqueue(timers.RESUME_FUNC, tenant_id, run_id, step)
+        fired += 1
+    return fired
+
+
+def expired_leases(limit: int = 500) -> list[tuple[str, str]]:
+    """Running runs whose lease (or start grace) has run out."""
+    with db.reading() as conn:
+        out = []
+        for tenant_id in tenants.all_ids(conn):
+            out += [
+                (tenant_id, r.run_id)
+                for r in conn.execute(
+                    select(workflow_runs.c.run_id)
+                    .where(
+                        workflow_runs.c.tenant_id == tenant_id,
+                        workflow_runs.c.status == "running",
+                        workflow_runs.c.lease_until < clock.now(),
+                    )
+                    .limit(limit)
+                )
+            ]
+        return out
+
+
+def next_sleep(r: Redis, now_ms: int, cap: float) -> float:
+    head = r.zrange(timers.TIMER_KEY, 0, 0, withscores=True)
+    if not head:
+        return cap
+    return max(0.0, min(cap, (float(head[0][1]) - now_ms) / 1000))
+
+
+def loop(stop: threading.Event) -> None:
+    next_lease_check = 0.0
+    outage = False
+    while not stop.is_set():
+        try:
+            r = get_redis()
+            now_ms = int(clock.now().timestamp() * 1000)
+            fire_due(r, now_ms)
+            if time.monotonic() >= next_lease_check:
+                next_lease_check = time.monotonic() + LEASE_CHECK_S
+                for tenant_id, run_id in expired_leases():
+                    enqueue(timers.ADVANCE_FUNC, tenant_id, run_id)
+            wait = next_sleep(r, now_ms, min(MAX_SLEEP_S, next_lease_check - time.monotonic()))
+            if wait > 0:
+                r.blpop([timers.POKE_KEY], timeout=max(wait, 0.001))
+            if outage:
+                log.info("workflow timer reconnected")
+                outage = False
+        except (RedisError, OSError, Exception) as exc:  # never die of an outage
+            if not outage:
+                log.warning("workflow timer: outage", extra={"error_class": type(exc).__name__})
+                outage = True
+            stop.wait(1.0)
+
+
+def start_thread(app: Flask) -> threading.Event:
+    """Run the timer in a daemon thread of this process (with an app context)."""
+    stop = threading.Event()
+
+    def run() -> Any:
+        with app.app_context():
+            loop(stop)
+
+    threading.Thread(target=run, name="workflow-timer", daemon=True).start()
+    return stop

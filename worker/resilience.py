@@ -1,0 +1,111 @@
+"""Riding out an outage of Redis or the database in a background process.
+
+An outage is never a reason for a worker or a scheduler to exit: it logs once
+when the outage starts and once when it ends, waits with a capped exponential
+backoff, and carries on. Work that failed because of the outage is handed back
+(see run_worker) as soon as the services answer again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from webapp import db
+from webapp.workflows.infra import is_infrastructure
+
+log = logging.getLogger(__name__)
+
+
+def is_infra_error(exc: BaseException | None) -> bool:
+    """A service was unreachable (the engine's classification, plus a dropped
+    driver connection and the builtin connection errors), not "this job is wrong"."""
+    if exc is None:
+        return False
+    return is_infrastructure(exc) or isinstance(exc, InterfaceError | ConnectionError)
+
+
+class Backoff:
+    """0.5 s, 1 s, 2 s, ... capped; `reset()` after a success."""
+
+    def __init__(self, first: float = 0.5, cap: float = 5.0) -> None:
+        self.first, self.cap = first, cap
+        self.next = first
+
+    def delay(self) -> float:
+        current = self.next
+        self.next = min(self.cap, self.next * 2)
+        return current
+
+    def reset(self) -> None:
+        self.next = self.first
+
+
+class Outage:
+    """Logs the start and the end of one outage, not every failed attempt."""
+
+    def __init__(self, what: str, logger: logging.Logger = log) -> None:
+        self.what = what
+        self.logger = logger
+        self.down = False
+
+    def failed(self, exc: BaseException) -> None:
+        if not self.down:
+            self.down = True
+            self.logger.warning(
+                f"{self.what} unavailable; retrying with backoff",
+                extra={"error_class": type(exc).__name__},
+            )
+
+    def ok(self) -> bool:
+        """True when this ends an outage."""
+        if self.down:
+            self.down = False
+            self.logger.warning(f"{self.what} available again; carrying on")
+            return True
+        return False
+
+
+def redis_answers(conn: Redis) -> bool:
+    try:
+        return bool(conn.ping())
+    except (RedisConnectionError, RedisTimeoutError, OSError):
+        return False
+
+
+def database_answers() -> bool:
+    try:
+        with db.get_engine().connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return True
+    except (OperationalError, InterfaceError, DBAPIError, OSError):
+        return False
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    stop: threading.Event | None = None,
+    backoff: Backoff | None = None,
+    deadline_s: float | None = None,
+) -> bool:
+    """Poll `ready()` with backoff until it is true (True), `stop` is set or the
+    deadline passes (False)."""
+    backoff = backoff or Backoff()
+    stop = stop or threading.Event()
+    waited = 0.0
+    while not stop.is_set():
+        if ready():
+            return True
+        if deadline_s is not None and waited >= deadline_s:
+            return False
+        pause = backoff.delay()
+        stop.wait(pause)
+        waited += pause
+    return False
