@@ -34,7 +34,9 @@ from webapp.workflows.tables import workflow_runs
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = ("python", "sh")
-SHOWN = ("console", "text")
+# jinja: template fragments, shown only; the macros they use are pinned by
+# tests/accounts/test_forms.py and the browser tests.
+SHOWN = ("console", "text", "jinja")
 FENCE = re.compile(r"^(\s*)```(.*)$")
 FLASK = (["flask", "--app", "wsgi"], [".venv/bin/flask", "--app", "wsgi"])
 # Shell blocks that are not flask commands, by a text they contain: the test
@@ -90,7 +92,7 @@ def test_every_block_is_run_or_marked_as_shown():
 
 
 def flask_args(line: str) -> list[str]:
-    words = shlex.split(line)
+    words = shlex.split(line, comments=True)
     for prefix in FLASK:
         if words[: len(prefix)] == prefix:
             return words[len(prefix) :]

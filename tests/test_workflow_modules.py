@@ -166,5 +166,8 @@ def test_scheduler_process_schedules_a_user_cron_workflow(
     finally:
         sched.stop()
     bad = procs.scheduler({**env, "WORKFLOW_MODULES": f"{tag}_broken"}, tmp_path / "bad.log")
-    assert bad.popen.wait(60) != 0
-    assert f"WORKFLOW_MODULES: cannot import '{tag}_broken'" in bad.output()
+    try:
+        assert bad.popen.wait(60) != 0
+        assert f"WORKFLOW_MODULES: cannot import '{tag}_broken'" in bad.output()
+    finally:
+        bad.stop()  # closes its log file

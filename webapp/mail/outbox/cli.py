@@ -33,8 +33,9 @@ def retry(outbox_id: int | None, retry_all: bool) -> None:
     if (outbox_id is None) == (not retry_all):
         raise click.UsageError("give one mail id or --all")
     ids = admin.retry(None if retry_all else outbox_id)
+    if not ids and retry_all:
+        click.echo("no failed mails: nothing to retry")  # nothing wrong: not an error
+        return
     if not ids:
-        raise click.ClickException(
-            "no failed mails" if retry_all else f"mail {outbox_id} is not a failed mail"
-        )
+        raise click.ClickException(f"mail {outbox_id} is not a failed mail")
     click.echo(f"queued again: {', '.join(str(i) for i in ids)}")
