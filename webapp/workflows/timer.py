@@ -83,7 +83,7 @@ def loop(stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             r = get_redis()
-            now_ms = int(clock.now().timestamp() * 1000)
+            now_ms = timers.to_ms(clock.now())
             fire_due(r, now_ms)
             if time.monotonic() >= next_lease_check:
                 next_lease_check = time.monotonic() + LEASE_CHECK_S
