@@ -55,3 +55,9 @@ def test_a_run_whose_lease_ran_out_is_found_for_re_dispatch(wf, work, clock):
     assert timer.expired_leases() == []
     clock.advance(leases.LEASE.total_seconds() + 0.001)
     assert timer.expired_leases() == [("default", run.run_id)]
+
+
+def test_an_expired_lease_is_re_dispatched_once_per_lease(app, redis):
+    assert timer.redispatch(redis, "default", "r1") is True
+    assert timer.redispatch(redis, "default", "r1") is False  # the other timer, or the next check
+    assert timer.redispatch(redis, "default", "r2") is True
