@@ -152,7 +152,16 @@ class Bench:
         self.procs.append(
             subprocess.Popen([sys.executable, "-m", "worker.run_scheduler"], cwd=ROOT, env=self.env)
         )
-        time.sleep(2.0)
+        self.until_workers(WORKERS)
+
+    def until_workers(self, n: int) -> None:
+        """Wait until n workers listen (a loaded machine boots them slowly)."""
+        from rq import Worker
+
+        from webapp.redis_conn import get_redis
+
+        self.until(lambda: Worker.count(connection=get_redis()) >= n, timeout=120)
+        time.sleep(0.5)
 
     def start_worker(self) -> None:
         self.procs.append(
@@ -284,36 +293,33 @@ class Bench:
 
     def backlog_drain_s(self) -> float:
         from webapp import clock, db
-        from webapp.eventstore import NewEvent, StreamId, append
+        from webapp.eventstore import NewEvent, StreamId
         from webapp.workflows import events as ev
 
         (trigger,) = self.emit("bench.backlog-trigger", [{}])
         wake = (clock.now() - timedelta(seconds=5)).isoformat()
         wf = BACKLOG_WF
+        from webapp.eventstore import append_many
+        from webapp.workflows import batch
+
         for start in range(0, BACKLOG, 500):
-            with db.transaction() as conn:
+            with db.transaction() as conn, batch.batched(conn) as collected:
+                streams = []
                 for i in range(start, min(BACKLOG, start + 500)):
                     run_id = ev.run_id_for(wf.name, f"backlog-{i}")
-                    append(
-                        conn,
-                        StreamId("default", ev.AGGREGATE_TYPE, run_id),
-                        [
-                            NewEvent(
-                                ev.RUN_STARTED,
-                                ev.run_started(
-                                    wf.name,
-                                    trigger.type,
-                                    trigger.ref,
-                                    wf.fingerprint,
-                                    f"backlog-{i}",
-                                ),
-                            ),
-                            NewEvent(
-                                ev.STEP_WAITING, ev.step_waiting(0, wake, wf.name, wf.fingerprint)
-                            ),
-                        ],
-                        0,
+                    started = ev.run_started(
+                        wf.name, trigger.type, trigger.ref, wf.fingerprint, f"backlog-{i}"
                     )
+                    waiting = ev.step_waiting(0, wake, wf.name, wf.fingerprint)
+                    streams.append(
+                        (
+                            StreamId("default", ev.AGGREGATE_TYPE, run_id),
+                            [NewEvent(ev.RUN_STARTED, started), NewEvent(ev.STEP_WAITING, waiting)],
+                            0,
+                        )
+                    )
+                append_many(conn, streams)
+                batch.flush(conn, collected)
         from webapp.jobs import enqueue
 
         t0 = time.perf_counter()
@@ -337,7 +343,6 @@ class Bench:
         self.until(lambda: self.count(CRASH.name, "completed") >= 1, timeout=600)
         took = time.perf_counter() - t0
         self.procs = [p for p in self.procs if p.pid != pid]
-        self.start_worker()  # back to WORKERS workers
         return took
 
     def _stream(self, run_id: str) -> list[Any]:

@@ -27,7 +27,7 @@ from sqlalchemy import select
 from webapp import clock, db, tenants
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
-from webapp.workflows import timers
+from webapp.workflows import leases, timers
 from webapp.workflows.tables import workflow_runs
 
 log = logging.getLogger("webapp.workflows")
@@ -70,6 +70,16 @@ def expired_leases(limit: int = 500) -> list[tuple[str, str]]:
         return out
 
 
+def redispatch(r: Redis, tenant_id: str, run_id: str) -> bool:
+    """Enqueue `advance` for a run whose lease expired, at most once per LEASE
+    (whichever timer asks first): a slow commit must not flood the queue."""
+    key = f"webapp:wf:redispatch:{tenant_id}:{run_id}"
+    if not r.lock(key, timeout=leases.LEASE.total_seconds()).acquire(blocking=False):
+        return False
+    enqueue(timers.ADVANCE_FUNC, tenant_id, run_id)
+    return True
+
+
 def next_sleep(r: Redis, now_ms: int, cap: float) -> float:
     head = r.zrange(timers.TIMER_KEY, 0, 0, withscores=True)
     if not head:
@@ -83,12 +93,12 @@ def loop(stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             r = get_redis()
-            now_ms = int(clock.now().timestamp() * 1000)
+            now_ms = timers.to_ms(clock.now())
             fire_due(r, now_ms)
             if time.monotonic() >= next_lease_check:
                 next_lease_check = time.monotonic() + LEASE_CHECK_S
                 for tenant_id, run_id in expired_leases():
-                    enqueue(timers.ADVANCE_FUNC, tenant_id, run_id)
+                    redispatch(r, tenant_id, run_id)
             wait = next_sleep(r, now_ms, min(MAX_SLEEP_S, next_lease_check - time.monotonic()))
             if wait > 0:
                 r.blpop([timers.POKE_KEY], timeout=max(wait, 0.001))

@@ -26,6 +26,11 @@ TIMER_KEY = "webapp:wf:timers"  # sorted set: "tenant|run|step" scored by wake-u
 POKE_KEY = "webapp:wf:timers:poke"  # pushed when a wake-up is added: the timer re-plans
 
 
+def to_ms(at: datetime) -> int:
+    """An instant as whole milliseconds since the epoch (the sorted set's score)."""
+    return round(at.timestamp() * 1000)
+
+
 def member(tenant_id: str, run_id: str, step_index: int) -> str:
     return f"{tenant_id}|{run_id}|{step_index}"
 
@@ -40,7 +45,7 @@ def add_timer(tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -
     """Hand a future wake-up to the precise timer (`webapp.workflows.timer`)."""
     try:
         pipe = get_redis().pipeline(transaction=False)
-        pipe.zadd(TIMER_KEY, {member(tenant_id, run_id, step_index): wake_at.timestamp() * 1000})
+        pipe.zadd(TIMER_KEY, {member(tenant_id, run_id, step_index): to_ms(wake_at)})
         pipe.lpush(POKE_KEY, "1")
         pipe.ltrim(POKE_KEY, 0, 0)
         pipe.execute()
