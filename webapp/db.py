@@ -105,12 +105,20 @@ def transaction() -> Iterator[Connection]:
         conn.info.pop("events_appended", None)
         conn.info.pop("after_commit", None)
         conn.info.pop("before_commit", None)
+        conn.info.pop("tx_scope", None)
         conn.close()
 
 
 def current_transaction() -> Connection | None:
     """The connection of the innermost `transaction()` open here, if any."""
     return _current.get()
+
+
+def tx_scope(conn: Connection) -> dict[str, Any]:
+    """A dict that lives exactly as long as this transaction (`conn.info`
+    outlives it: it belongs to the pooled DBAPI connection)."""
+    scope: dict[str, Any] = conn.info.setdefault("tx_scope", {})
+    return scope
 
 
 def before_commit(conn: Connection, fn: Callable[[], None]) -> None:

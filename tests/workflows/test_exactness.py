@@ -275,3 +275,18 @@ def test_awaited_event_between_trigger_and_run_start_is_found(wf, work):
     started = run_events(run.run_id)[0]
     assert started.type == "workflow.run-started"
     assert run.status == "completed" and run.results["return"] == {"u": "x"}
+
+
+def test_a_rolled_back_start_leaves_nothing_for_the_next_transaction(wf, work):
+    from tests.workflows.conftest import runs
+    from webapp.workflows import trigger
+
+    d = wf(w.workflow("leak", on="leak.go", steps=[w.ret(1)]))
+    e = emit("leak.elsewhere", {})
+    with pytest.raises(RuntimeError), db.transaction() as conn:
+        trigger.start_run(conn, d, "default", e, None)
+        raise RuntimeError("rolled back")
+    with db.transaction() as conn:
+        run_id = trigger.start_run(conn, d, "default", e, None)
+    work()
+    assert [(r.run_id, r.status) for r in runs("leak")] == [(run_id, "completed")]

@@ -83,15 +83,16 @@ ADVANCE_CHUNK = 10  # runs per advance job: fewer jobs, and still spread over wo
 
 
 def _defer(conn: Connection, tenant_id: str, run_id: str, started: dict[str, Any]) -> None:
-    starts = conn.info.get(_STARTS)
+    scope = db.tx_scope(conn)
+    starts = scope.get(_STARTS)
     if starts is None:
-        starts = conn.info[_STARTS] = []
+        starts = scope[_STARTS] = []
         db.before_commit(conn, lambda: _flush_starts(conn))
     starts.append((runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], 0))
 
 
 def _flush_starts(conn: Connection) -> None:
-    starts = conn.info.pop(_STARTS, [])
+    starts = db.tx_scope(conn).pop(_STARTS, [])
     if starts:
         append_many(conn, starts)
     for s, _, _ in starts:
@@ -101,10 +102,11 @@ def _flush_starts(conn: Connection) -> None:
 def _advance_after_commit(conn: Connection, tenant_id: str, run_id: str) -> None:
     """Collect the transaction's started runs; after commit, one advance job
     per chunk of them."""
-    started = conn.info.get(_ADVANCES)
+    scope = db.tx_scope(conn)
+    started = scope.get(_ADVANCES)
     if started is None:
-        started = conn.info[_ADVANCES] = []
-        db.after_commit(conn, lambda: _enqueue_advances(conn.info.pop(_ADVANCES, [])))
+        started = scope[_ADVANCES] = []
+        db.after_commit(conn, lambda: _enqueue_advances(started))
     started.append((tenant_id, run_id))
 
 
