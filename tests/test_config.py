@@ -42,6 +42,8 @@ def test_secret_key_is_generated_once_and_kept(tmp_path):
         ("ACCOUNT_DELETION_GRACE_DAYS", "-1"),
         ("SECRET_KEY", "short"),
         ("LOG_LEVEL", "LOUD"),
+        ("SCHEDULER_RESYNC_SECONDS", "0"),
+        ("WORKFLOW_MODULES", "myapp/flows.py"),
     ],
 )
 def test_invalid_values_name_the_variable(tmp_path, name, value):
