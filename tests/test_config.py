@@ -60,3 +60,39 @@ def test_postgres_url_is_normalised_to_psycopg(tmp_path):
 def test_named_secrets_come_from_secret_variables(tmp_path):
     cfg = Config.from_env(env(tmp_path, SECRET_GITHUB_HOOK="abc", SECRET_KEY="x" * 20))
     assert cfg.secrets == {"github_hook": "abc"}
+
+
+def test_repr_never_shows_a_secret(tmp_path):
+    cfg = Config.from_env(
+        env(
+            tmp_path,
+            SECRET_KEY="k" * 16 + "-topsecret",
+            SMTP_PASSWORD="smtp-hunter2",
+            SECRET_GITHUB_HOOK="hook-value-123",
+            DATABASE_URL="postgresql://app:db-pass-9@db.internal/app",
+            REDIS_URL="redis://:redis-pass-7@cache:6379/0",
+            RATELIMIT_STORAGE_URI="redis://user:rl-pass-5@cache:6379/1",
+        )
+    )
+    for text in (repr(cfg), str(cfg), f"{cfg}"):
+        for secret in (
+            "topsecret",
+            "smtp-hunter2",
+            "hook-value-123",
+            "db-pass-9",
+            "redis-pass-7",
+            "rl-pass-5",
+        ):
+            assert secret not in text
+        assert "secret_key='***'" in text and "smtp_password='***'" in text
+        assert "'github_hook': '***'" in text  # which secrets exist stays visible
+        assert "postgresql+psycopg://app:***@db.internal/app" in text
+        assert "smtp_host='localhost'" in text  # the rest is shown as before
+
+
+def test_trusted_proxies_defaults_to_none_and_is_bounded(tmp_path):
+    assert Config.from_env(env(tmp_path)).trusted_proxies == 0
+    assert Config.from_env(env(tmp_path, TRUSTED_PROXIES="2")).trusted_proxies == 2
+    for bad in ("-1", "many", "11"):
+        with pytest.raises(ConfigError, match="TRUSTED_PROXIES"):
+            Config.from_env(env(tmp_path, TRUSTED_PROXIES=bad))

@@ -6,9 +6,9 @@ import logging
 import uuid
 from typing import Any
 
-from flask import Flask, Response, g, render_template, request
+from flask import Flask, g, request
 
-from webapp import db, logs
+from webapp import db, logs, static_files
 from webapp.config import ROOT, Config
 
 log = logging.getLogger(__name__)
@@ -45,13 +45,15 @@ def create_app(config: Config | None = None) -> Flask:
 
     Htmx(app)
 
-    from webapp import cli, core_views, features, forms
+    from webapp import cli, core_views, features, forms, security
+
+    security.init_app(app)  # before any feature, so none depends on the order
 
     cli.init_app(app)
     core_views.init_app(app)
+    static_files.init_app(app)
     forms.init_app(app)
     _request_ids(app)
-    _security_headers(app)
     features.init_app(app)
     _mount_projections()
     return app
@@ -82,23 +84,3 @@ def _request_ids(app: Flask) -> None:
     @app.teardown_request
     def _unbind(_exc: Any) -> None:
         logs.bind(request_id=None)
-
-
-def _security_headers(app: Flask) -> None:
-    @app.after_request
-    def _headers(resp: Response) -> Response:
-        resp.headers.setdefault(
-            "Content-Security-Policy",
-            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-        )
-        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
-        resp.headers.setdefault("X-Frame-Options", "DENY")
-        resp.headers.setdefault("Referrer-Policy", "same-origin")
-        if request.headers.get("HX-Request") is not None or "HX-Request" in resp.vary:
-            resp.vary.add("HX-Request")
-        return resp
-
-    @app.errorhandler(413)
-    def _too_large(_e: Any) -> tuple[str, int]:
-        return render_template("error.html", message="The request is too large."), 413

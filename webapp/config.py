@@ -7,9 +7,10 @@ the variable, so a typo never turns into a confusing failure later.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,10 @@ def _redis_url(env: Mapping[str, str], instance: Path) -> tuple[str, bool]:
     return raw, False
 
 
+SECRET_FIELDS = ("secret_key", "smtp_password")
+_URL_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+
 @dataclass(frozen=True)
 class Config:
     instance_path: Path
@@ -125,6 +130,8 @@ class Config:
     session_cookie_secure: bool = False
     max_content_length: int = 64 * 1024
     ratelimit_storage: str = ""
+    # reverse proxies in front of the app whose X-Forwarded-For/-Proto to trust
+    trusted_proxies: int = 0
     base_url: str = "http://127.0.0.1:5000"
     # workflows / projections
     projection_max_attempts: int = 5
@@ -164,6 +171,7 @@ class Config:
             session_cookie_secure=_bool(env, "SESSION_COOKIE_SECURE", False),
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 64 * 1024, 1024, 100 * 2**20),
             ratelimit_storage=env.get("RATELIMIT_STORAGE_URI") or "",
+            trusted_proxies=_int(env, "TRUSTED_PROXIES", 0, 0, 10),
             base_url=(env.get("BASE_URL") or f"http://127.0.0.1:{port}").rstrip("/"),
             projection_max_attempts=_int(env, "PROJECTION_MAX_ATTEMPTS", 5, 1, 100),
             webhook_max_body=_int(env, "WEBHOOK_MAX_BODY", 256 * 1024, 1024, 10 * 2**20),
@@ -176,3 +184,18 @@ class Config:
         )
         values.update(overrides)
         return cls(**values)
+
+    def __repr__(self) -> str:
+        """Every setting, but never a secret: keys and passwords show as `***`,
+        named secrets by name only, passwords inside URLs masked."""
+        shown = []
+        for f in fields(self):
+            value: Any = getattr(self, f.name)
+            if f.name in SECRET_FIELDS:
+                value = "***" if value else ""
+            elif f.name == "secrets":
+                value = {name: "***" for name in value}
+            elif isinstance(value, str) and "://" in value:
+                value = _URL_PASSWORD.sub(r"\1***@", value)
+            shown.append(f"{f.name}={value!r}")
+        return f"Config({', '.join(shown)})"

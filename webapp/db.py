@@ -10,9 +10,10 @@ the registered after-commit hooks run (the projection dispatcher uses this).
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Engine, MetaData, TypeDecorator, create_engine, event
@@ -30,8 +31,17 @@ def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
     return engine_or_conn.dialect.name == "sqlite"
 
 
+def _register_sqlite_adapters() -> None:
+    """Explicit sqlite3 adapters for datetimes bound without a column type (`text()`
+    parameters): the defaults are deprecated since Python 3.12. Same ISO format as
+    those defaults, so stored values do not change."""
+    sqlite3.register_adapter(datetime, lambda value: value.isoformat(" "))
+    sqlite3.register_adapter(date, lambda value: value.isoformat())
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
+        _register_sqlite_adapters()
         engine = create_engine(
             url,
             connect_args={"timeout": 30, "check_same_thread": False, "isolation_level": None},

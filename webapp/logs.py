@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +16,16 @@ _context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar
     "log_context", default=None
 )
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+# Paths whose last segment is a bearer token (links from account mails). Any
+# log line that names one, e.g. a web server's access log of the GET, shows
+# `[redacted]` in place of the token.
+TOKEN_PATHS = ("/verify-email/", "/email-change/revert/", "/reset-password/")
+_TOKEN = re.compile("(" + "|".join(map(re.escape, TOKEN_PATHS)) + r")[^\s\"'?#&]+")
+
+
+def redact(text: str) -> str:
+    return _TOKEN.sub(r"\1[redacted]", text)
 
 
 @contextmanager
@@ -61,7 +72,7 @@ class LogfmtFormatter(logging.Formatter):
         line = " ".join(f"{k}={_fmt(v)}" for k, v in fields.items())
         if record.exc_info:
             line += " exc=" + json.dumps(self.formatException(record.exc_info))
-        return line
+        return redact(line)
 
 
 def setup(level: str = "INFO", process: str | None = None) -> None:

@@ -10,15 +10,15 @@ from __future__ import annotations
 import logging
 
 from webapp import db
-from webapp.accounts import mails, service
+from webapp.accounts import mails, users
 from worker.tasks import in_app
 
 log = logging.getLogger(__name__)
 
 
-def _user(tenant_id: str, user_id: str) -> service.User | None:
+def _user(tenant_id: str, user_id: str) -> users.User | None:
     with db.reading() as conn:
-        return service.get_user(conn, user_id, tenant_id)
+        return users.get_user(conn, user_id, tenant_id)
 
 
 def _run(kind: str, tenant_id: str, user_id: str, send: object) -> str:
@@ -61,7 +61,7 @@ def send_deletion_requested(tenant_id: str, user_id: str) -> str:
 
 @in_app
 def send_email_changed_notice(tenant_id: str, user_id: str, version: int) -> str:
-    def send(user: service.User) -> None:
+    def send(user: users.User) -> None:
         with db.reading() as conn:
             mails.send_email_changed_notice(conn, user, version)
 

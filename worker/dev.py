@@ -33,9 +33,12 @@ def main() -> int:
     redis_proc = None
     env = dict(os.environ)
     if cfg.redis_embedded:
-        sock = Path(cfg.redis_url.removeprefix("unix://"))
-        redis_proc = embedded_redis.start(sock)
-        print(f"embedded redis   | listening on {sock}")
+        try:
+            redis_proc, line = embedded_redis.launch(Path(cfg.redis_url.removeprefix("unix://")))
+        except embedded_redis.NoRedisServer as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        print(line)
     env["INSTANCE_PATH"] = str(cfg.instance_path)
     upgrade(cfg.database_url)
     print(f"database         | migrated ({cfg.database_url.split('://')[0]})")

@@ -55,10 +55,10 @@ def login(client: FlaskClient, address: str, password: str = PASSWORD, **extra: 
 
 def user_row(address: str) -> Any:
     from webapp import db
-    from webapp.accounts import service
+    from webapp.accounts import users
 
     with db.reading() as conn:
-        return service.find_by_email(conn, address)
+        return users.find_by_email(conn, address)
 
 
 def mails(app: Flask) -> list[email.message.EmailMessage]:

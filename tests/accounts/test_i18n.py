@@ -49,6 +49,10 @@ def _catalog(lang: str) -> dict[str, str]:
         return {m.id: m.string for m in read_po(fh) if m.id}
 
 
+# Where outcome keys are written as plain strings (not inside gettext calls).
+COMMAND_MODULES = ("commands", "auth", "profile_commands", "links")
+
+
 def _used_keys() -> set[str]:
     keys: set[str] = set()
     pattern = re.compile(r"""(?:_|gettext|required)\(\s*["']([a-z]+\.[A-Za-z.]+)["']""")
@@ -57,7 +61,9 @@ def _used_keys() -> set[str]:
     keys |= set(
         re.findall(
             r'"((?:profile|auth|user|verify|revert|password|mail)\.[A-Za-z.]+)"',
-            (ROOT / "webapp/accounts/service.py").read_text(),
+            "\n".join(
+                (ROOT / "webapp/accounts" / f"{name}.py").read_text() for name in COMMAND_MODULES
+            ),
         )
     )
     return keys

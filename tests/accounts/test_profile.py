@@ -335,7 +335,7 @@ def test_language_choice_switches_the_page_and_wins_over_the_browser(
 
 
 def test_unexpected_failure_shows_the_generic_banner(app: Any, client: Any, user: Any) -> None:
-    from webapp.accounts import service
+    from webapp.accounts import profile_commands as service
 
     original = service.change_password
 

@@ -14,7 +14,7 @@ PASSWORD_CHANGED = "user.password-changed"  # password_hash, session_token (seal
 PASSWORD_REHASHED = "user.password-rehashed"  # password_hash (sealed): new cost parameters
 LANGUAGE_CHANGED = "user.language-changed"  # language
 SESSIONS_REVOKED = "user.sessions-revoked"  # session_token (sealed)
-DELETION_REQUESTED = "user.deletion-requested"  # due_at (ISO 8601)
+DELETION_REQUESTED = "user.deletion-requested"  # due_at (ISO 8601); session_token (sealed)
 DELETION_CANCELLED = "user.deletion-cancelled"
 ERASED = "user.erased"
 

@@ -15,7 +15,8 @@ from webapp.forms import Form, check, required
 
 
 def email_problem(value: str) -> str | None:
-    return None if emails.normalize(value) else gettext("auth.errors.invalidEmail")
+    error = emails.check(value).error  # invalid, or look-alike characters
+    return gettext(error) if error else None
 
 
 def policy_problem(password: str, email: str) -> str | None:

@@ -10,9 +10,9 @@ from flask_babel import force_locale, format_date, gettext
 from sqlalchemy import Connection
 
 from webapp import mail
-from webapp.accounts import crypto, service
+from webapp.accounts import crypto, links
 from webapp.accounts import events as ev
-from webapp.accounts.service import User
+from webapp.accounts.users import User
 from webapp.eventstore import StreamId, read_stream
 
 
@@ -32,7 +32,7 @@ def _send(user: User, to: str, subject_key: str, body_key: str, **params: object
 
 
 def verification_link(user: User) -> str:
-    return f"{_base()}/verify-email/{service.verification_token(user)}"
+    return f"{_base()}/verify-email/{links.verification_token(user)}"
 
 
 def send_verification(user: User, reminder: bool = False) -> None:
@@ -87,6 +87,6 @@ def send_email_changed_notice(conn: Connection, user: User, version: int) -> boo
     if change is None or change.type != ev.EMAIL_CHANGED:
         return False
     previous = crypto.unseal_for(conn, user.tenant_id, user.id, change.payload["previous_email"])
-    link = f"{_base()}/email-change/revert/{service.revert_token(user.id, version)}"
+    link = f"{_base()}/email-change/revert/{links.revert_token(user.id, version)}"
     _send(user, previous, "mail.emailChanged.subject", "mail.emailChanged.body", link=link)
     return True

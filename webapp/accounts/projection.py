@@ -85,7 +85,11 @@ def on_sessions_revoked(conn: Connection, e: Event) -> None:
 
 def on_deletion_requested(conn: Connection, e: Event) -> None:
     due = datetime.fromisoformat(e.payload["due_at"])
-    _update(conn, e, status=ev.DELETION_REQUESTED_STATUS, deletion_due_at=due)
+    # The request also ends every other session (a new token; older events lack it).
+    token = (
+        {"session_token": _open(conn, e, "session_token")} if "session_token" in e.payload else {}
+    )
+    _update(conn, e, status=ev.DELETION_REQUESTED_STATUS, deletion_due_at=due, **token)
 
 
 def on_deletion_cancelled(conn: Connection, e: Event) -> None:

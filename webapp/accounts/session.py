@@ -1,20 +1,71 @@
-"""Flask-Login wiring. The session id is `<user id>:<session token>`; the token is
-rotated on password change, on "sign out other sessions" and on an email-change
-revert, which ends every other session and remember-me cookie at once."""
+"""Flask-Login wiring. The session id is `<user id>:<session token>:<sign-in
+secret>`: the session token is rotated on password change, "sign out other
+sessions", a deletion request and an email-change revert (ending every other
+session and remember-me cookie at once); the sign-in secret names this browser's
+server-side row (signins.py), which signing out deletes."""
 
 from __future__ import annotations
 
+import dataclasses
+import secrets
 from datetime import timedelta
+from urllib.parse import unquote, urlsplit
 
 from flask import Flask, Response, redirect, request, session, url_for
-from flask_login import LoginManager, login_user
+from flask_login import LoginManager, current_user, login_user, logout_user
 
-from webapp.accounts.service import User, load_session_user
+from webapp import db
+from webapp.accounts import signins
+from webapp.accounts.users import User, get_user
+
+
+def load_session_user(session_id: str) -> User | None:
+    """Flask-Login's loader: the user, token and a live sign-in must all match."""
+    user_id, token, secret = (session_id.split(":") + ["", ""])[:3]
+    if not user_id or not token or not secret:
+        return None
+    with db.reading() as conn:
+        user = get_user(conn, user_id)
+        if user is None or not secrets.compare_digest(user.session_token, token):
+            return None
+        if not signins.is_live(conn, user, secret):
+            return None
+    return dataclasses.replace(user, sign_in=secret)
+
+
+# What browsers strip from both ends of a URL before resolving it (C0 controls
+# and space), and what they remove anywhere in it (tab, CR, LF).
+_EDGE = "".join(chr(c) for c in range(0x21))
+_REMOVED = str.maketrans("", "", "\t\r\n")
+
+
+def _same_site_path(value: str) -> bool:
+    """A path on this site: no scheme, no host, no backslash, no control character,
+    no empty or dot segment that could turn into `//host` when resolved."""
+    if not value.startswith("/") or "\\" in value:
+        return False
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        return False
+    parts = urlsplit(value)
+    if parts.scheme or parts.netloc:
+        return False
+    path = value.partition("?")[0].partition("#")[0]
+    return "//" not in path and not any(s in (".", "..") for s in path.split("/"))
 
 
 def safe_next(target: str | None) -> str | None:
-    """Only same-site paths: no scheme, no host, no `//` or backslash tricks."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """`target` when it is a relative path on this site, else None.
+
+    Checked after the normalisation browsers apply (strip C0 controls and spaces
+    at the ends, drop tab/CR/LF anywhere, read a backslash as a slash), and
+    percent-decoded too; anything that changes under that normalisation is
+    refused rather than repaired."""
+    if not target or len(target) > 2048:
+        return None
+    normalised = target.strip(_EDGE).translate(_REMOVED).replace("\\", "/")
+    if normalised != target:
+        return None
+    if not _same_site_path(target) or not _same_site_path(unquote(target)):
         return None
     return target
 
@@ -22,13 +73,27 @@ def safe_next(target: str | None) -> str | None:
 def sign_in(user: User, remember: bool = False) -> None:
     # A fresh session on sign-in: nothing from before (e.g. a planted id) survives.
     session.clear()
-    login_user(user, remember=remember, fresh=True)
+    secret = signins.start(user)
+    login_user(dataclasses.replace(user, sign_in=secret), remember=remember, fresh=True)
+
+
+def sign_out() -> None:
+    """End this browser's session on the server and drop both of its cookies."""
+    if current_user.is_authenticated:
+        signins.end(current_user, current_user.sign_in)
+    session.clear()
+    # After the clear: logout_user() marks the remember cookie for deletion in
+    # the session, which the clear would otherwise throw away (finding 3).
+    logout_user()
 
 
 def refresh_session(user: User) -> None:
     """Keep this browser signed in after the user's session token was rotated
     (`user` is the fresh row, carrying the new token)."""
-    login_user(user, remember=bool(request.cookies.get("remember_token")))
+    login_user(
+        dataclasses.replace(user, sign_in=current_user.sign_in),
+        remember=bool(request.cookies.get("remember_token")),
+    )
 
 
 def init_app(app: Flask) -> None:

@@ -47,3 +47,18 @@ used_tokens = Table(
     Column("used_at", UTCDateTime(), nullable=False),
 )
 Index("ix_used_tokens_user", used_tokens.c.tenant_id, used_tokens.c.user_id)
+
+# One row per sign-in (the sha256 of the secret the browser holds in its session
+# and remember-me cookie); signing out deletes it. Created by
+# migrations/versions/0005_accounts_sessions.py.
+user_sessions = Table(
+    "user_sessions",
+    metadata,
+    Column("digest", String(64), primary_key=True),
+    Column("tenant_id", String(64), nullable=False),
+    Column("user_id", String(36), nullable=False),
+    Column("created_at", UTCDateTime(), nullable=False),
+    Column("expires_at", UTCDateTime(), nullable=False),
+)
+Index("ix_user_sessions_user", user_sessions.c.tenant_id, user_sessions.c.user_id)
+Index("ix_user_sessions_expires", user_sessions.c.expires_at)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from webapp import jobs
+
 _by_workflow = False
 
 
@@ -24,6 +26,4 @@ def handled_by_workflow() -> bool:
 
 def resend(user: Any) -> bool:
     """An explicit "resend" is always a direct worker job."""
-    from webapp import jobs
-
     return jobs.enqueue("worker.account_tasks.send_verification", user.tenant_id, user.id)

@@ -17,19 +17,19 @@ from typing import Any
 
 from webapp import db
 from webapp.accounts import events as ev
-from webapp.accounts import mails, service
+from webapp.accounts import mails, users, verification
 from webapp.workflows import api as wf
-from webapp.workflows import match
+from webapp.workflows import match, registry
 
 WAIT = "PT24H"
 
 
-def _current_user(ctx: Any) -> service.User | None:
+def _current_user(ctx: Any) -> users.User | None:
     with db.reading() as conn:
-        user = service.get_user(conn, ctx.trigger.aggregate_id, ctx.trigger.tenant_id)
+        user = users.get_user(conn, ctx.trigger.aggregate_id, ctx.trigger.tenant_id)
         if user is None or user.email_verified:
             return None
-        if service.address_version(conn, user) != ctx.trigger.version:
+        if users.address_version(conn, user) != ctx.trigger.version:
             return None  # the address changed since: the newer run takes over
     return user
 
@@ -80,9 +80,6 @@ ON_EMAIL_CHANGED = _define("email-verification-changed", ev.EMAIL_CHANGED)
 
 
 def register() -> None:
-    from webapp.accounts import verification
-    from webapp.workflows import registry
-
     registry.register(ON_REGISTERED)
     registry.register(ON_EMAIL_CHANGED)
     verification.set_handled_by_workflow(True)

@@ -14,18 +14,22 @@ from flask import (
     url_for,
 )
 from flask_babel import gettext
-from flask_login import current_user, logout_user
-from flask_wtf.csrf import CSRFError, CSRFProtect
+from flask_login import current_user
 
-from webapp.accounts import emails, i18n, ratelimit, service
+from webapp.accounts import auth, emails, i18n, links, ratelimit
+from webapp.accounts.commands import Outcome
 from webapp.accounts.forms import LoginForm, RegisterForm
-from webapp.accounts.session import safe_next, sign_in
+from webapp.accounts.session import safe_next, sign_in, sign_out
 
 bp = Blueprint("accounts", __name__)
 
 
 def page(template: str, code: int = 200, **ctx: object) -> Response:
     return make_response(render_template(template, **ctx), code)
+
+
+def status(outcome: Outcome) -> int:
+    return 200 if outcome.ok else outcome.status or 400
 
 
 @bp.route("/register", methods=["GET", "POST"])
@@ -38,12 +42,12 @@ def register() -> Response:
         return page("accounts/register.html", 429, form=form)
     if not form.validate():  # every error of the submit at once, in field order
         return page("accounts/register.html", 422, form=form)
-    outcome = service.register(
+    outcome = auth.register(
         form.email.data, form.password.data, form.confirm.data, i18n.current_language()
     )
     if not outcome.ok:
         form.add_error(outcome.field, gettext(outcome.key, **outcome.params))
-        return page("accounts/register.html", 422, form=form)
+        return page("accounts/register.html", outcome.status or 422, form=form)
     return page("accounts/register_done.html", email=outcome.params["email"])
 
 
@@ -65,7 +69,7 @@ def login() -> Response:
     if limited:
         form.add_error(None, gettext("auth.errors.tooManyAttempts"))
         return page("accounts/login.html", 429, form=form, next=next_url)
-    user = service.authenticate(email, form.password.data)
+    user = auth.authenticate(email, form.password.data)
     if user is None:
         ratelimit.hit("login-account", account_key)
         # Not one field's fault (and no hint which): a form-wide error.
@@ -77,10 +81,7 @@ def login() -> Response:
 
 @bp.post("/logout")
 def logout() -> Response:
-    logout_user()
-    from flask import session
-
-    session.clear()
+    sign_out()
     flash("auth.logout.success")
     return redirect(url_for("accounts.login"))  # type: ignore[return-value]
 
@@ -89,32 +90,29 @@ def logout() -> Response:
 def verify_email_page(token: str) -> Response:
     # GET never changes anything (mail scanners prefetch links): it checks the
     # link and offers a button; the POST below spends it.
-    outcome = service.check_verification(token)
+    outcome = links.check_verification(token)
     return page("accounts/verify.html", 200 if outcome.ok else 400, token=token, outcome=outcome)
 
 
 @bp.post("/verify-email/<token>")
 def verify_email(token: str) -> Response:
-    outcome = service.verify_email(token)
-    return page(
-        "accounts/verify.html", 200 if outcome.ok else 400, token=token, outcome=outcome, done=True
-    )
+    outcome = links.verify_email(token)
+    return page("accounts/verify.html", status(outcome), token=token, outcome=outcome, done=True)
 
 
 @bp.get("/email-change/revert/<token>")
 def revert_page(token: str) -> Response:
-    outcome = service.check_revert(token)
+    outcome = links.check_revert(token)
     return page("accounts/revert.html", 200 if outcome.ok else 400, token=token, outcome=outcome)
 
 
 @bp.post("/email-change/revert/<token>")
 def revert(token: str) -> Response:
-    outcome = service.revert_email_change(token)
-    if outcome.ok and current_user.is_authenticated:
-        logout_user()
-    return page(
-        "accounts/revert.html", 200 if outcome.ok else 400, token=token, outcome=outcome, done=True
-    )
+    signed_in = current_user.is_authenticated  # loaded before the revert ends the session
+    outcome = links.revert_email_change(token)
+    if outcome.ok and signed_in:
+        sign_out()  # its sign-in row is gone already; drop the cookies too
+    return page("accounts/revert.html", status(outcome), token=token, outcome=outcome, done=True)
 
 
 @bp.after_request
@@ -124,20 +122,4 @@ def _no_store(resp: Response) -> Response:
 
 
 def init_app(app: Flask) -> None:
-    # The token lives as long as the session (which sign-in renews).
-    app.config["WTF_CSRF_TIME_LIMIT"] = None
-    csrf = CSRFProtect(app)
-    app.extensions["csrf"] = csrf
     app.register_blueprint(bp)
-
-    @app.errorhandler(CSRFError)
-    def _csrf_error(_e: CSRFError) -> tuple[str, int]:
-        return render_template("error.html", message=gettext("errors.csrf")), 400
-
-    @app.errorhandler(429)
-    def _too_many(_e: object) -> tuple[str, int]:
-        return render_template("error.html", message=gettext("auth.errors.tooManyAttempts")), 429
-
-    @app.errorhandler(500)
-    def _server_error(_e: object) -> tuple[str, int]:
-        return render_template("error.html", message=gettext(service.GENERIC)), 500

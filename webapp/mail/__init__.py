@@ -2,7 +2,7 @@
 
 Called from worker jobs and workflow steps only, never inside a web request.
 Backends (MAIL_BACKEND): `file` writes every message as an .eml file under
-`<instance>/mail/` and logs the links it contains (development); `smtp` hands it
+`<instance>/mail/` (development: open the file for the links); `smtp` hands it
 to an SMTP server (SMTP_HOST/PORT, SMTP_SECURITY none|starttls|ssl, SMTP_USER/PASSWORD).
 A failure raises `MailError`; the caller decides whether to retry.
 """
@@ -10,7 +10,6 @@ A failure raises `MailError`; the caller decides whether to retry.
 from __future__ import annotations
 
 import logging
-import re
 import smtplib
 import ssl
 import time
@@ -25,7 +24,6 @@ from webapp import clock
 from webapp.config import Config
 
 log = logging.getLogger(__name__)
-_LINK = re.compile(r"https?://\S+")
 
 
 class MailError(Exception):
@@ -51,18 +49,15 @@ def mail_dir(cfg: Config) -> Path:
     return Path(cfg.instance_path) / "mail"
 
 
-def _send_file(cfg: Config, msg: EmailMessage, body: str) -> None:
+def _send_file(cfg: Config, msg: EmailMessage) -> None:
     folder = mail_dir(cfg)
     folder.mkdir(parents=True, exist_ok=True)
     # Wall-clock nanoseconds keep the files in sending order even under a frozen clock.
     name = f"{time.time_ns()}-{uuid.uuid4().hex[:8]}.eml"
     path = folder / name
     path.write_bytes(bytes(msg))
-    # Development convenience: the links are in the log, no mail client needed.
-    log.info(
-        "mail written",
-        extra={"path": str(path), "subject": msg["Subject"], "links": _LINK.findall(body)},
-    )
+    # Recipient and subject only: links in account mails carry bearer tokens.
+    log.info("mail written", extra={"path": str(path), "to": msg["To"], "subject": msg["Subject"]})
 
 
 def _send_smtp(cfg: Config, msg: EmailMessage) -> None:
@@ -93,9 +88,9 @@ def send(to: str, subject: str, body: str, html: str | None = None) -> None:
     msg = build(cfg, to, subject, body, html)
     if cfg.mail_backend == "smtp":
         _send_smtp(cfg, msg)
-        log.info("mail sent", extra={"subject": subject, "backend": "smtp"})
+        log.info("mail sent", extra={"to": to, "subject": subject, "backend": "smtp"})
     else:
-        _send_file(cfg, msg, body)
+        _send_file(cfg, msg)
 
 
 def init_app(app: Flask) -> None:

@@ -11,7 +11,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import flask_login
 from flask import (
     Blueprint,
     Flask,
@@ -27,9 +26,11 @@ from flask_login import current_user, login_required
 
 from webapp import db
 from webapp import forms as forms_core
-from webapp.accounts import ratelimit, service
-from webapp.accounts.service import Outcome, User
+from webapp.accounts import profile_commands as commands
+from webapp.accounts import ratelimit, users
+from webapp.accounts.commands import GENERIC, INVALID_CREDENTIALS, Outcome, check_password
 from webapp.accounts.session import refresh_session
+from webapp.accounts.users import User
 from webapp.forms import Form
 from webapp.profile import forms
 
@@ -61,7 +62,7 @@ class View:
 def _me() -> User:
     # Re-read: the session's copy was loaded before this request's own change.
     with db.reading() as conn:
-        user = service.get_user(conn, current_user.id)
+        user = users.get_user(conn, current_user.id)
     if user is None:
         raise LookupError("signed-in user has no row")
     return user
@@ -107,7 +108,7 @@ def outcome_response(
         return respond(View(user, section, success=_text(outcome), oob=oob))
     form = form or forms.blank(section, user.deletion_requested)
     form.add_error(outcome.field, _text(outcome))
-    return respond(View(user, section, form), 422)
+    return respond(View(user, section, form), outcome.status or 422)
 
 
 def limited(section: str, form: Form) -> Response:
@@ -127,8 +128,8 @@ def rejected(section: str, form: Form) -> Response:
     if current.data and not current.errors:
         if not password_check_allowed():
             return limited(section, form)
-        if not service.check_password(_me(), current.data):
-            form.add_error("current_password", gettext(service.INVALID_CREDENTIALS))
+        if not check_password(_me(), current.data):
+            form.add_error("current_password", gettext(INVALID_CREDENTIALS))
     return respond(View(_me(), section, form), 422)
 
 
@@ -150,7 +151,7 @@ def password() -> Response:
         return rejected("password", form)
     if not password_check_allowed():
         return limited("password", form)
-    outcome = service.change_password(
+    outcome = commands.change_password(
         current_user, form.current_password.data, form.new_password.data
     )
     if outcome.ok and outcome.session_token:
@@ -166,7 +167,7 @@ def email() -> Response:
         return rejected("email", form)
     if not password_check_allowed():
         return limited("email", form)
-    outcome = service.change_email(current_user, form.new_email.data, form.current_password.data)
+    outcome = commands.change_email(current_user, form.new_email.data, form.current_password.data)
     return outcome_response("email", outcome, form, oob=("email_status",))
 
 
@@ -180,26 +181,28 @@ def delete() -> Response:
         return rejected("danger", form)
     if not password_check_allowed():
         return limited("danger", form)
-    outcome = service.request_deletion(current_user, form.current_password.data)
+    outcome = commands.request_deletion(current_user, form.current_password.data)
+    if outcome.ok and outcome.session_token:
+        refresh_session(_me())  # every other session ends; this one stays to cancel
     return outcome_response("danger", outcome, form)
 
 
 @bp.post("/cancel-deletion")
 @login_required
 def cancel_deletion() -> Response:
-    return outcome_response("danger", service.cancel_deletion(current_user))
+    return outcome_response("danger", commands.cancel_deletion(current_user))
 
 
 @bp.post("/resend-verification")
 @login_required
 def resend_verification() -> Response:
-    return outcome_response("account", service.resend_verification(_me()))
+    return outcome_response("account", commands.resend_verification(_me()))
 
 
 @bp.post("/sessions")
 @login_required
 def sessions() -> Response:
-    outcome = service.revoke_other_sessions(current_user)
+    outcome = commands.revoke_other_sessions(current_user)
     if outcome.session_token:
         refresh_session(_me())
     return outcome_response("account", outcome)
@@ -209,7 +212,7 @@ def sessions() -> Response:
 @login_required
 def language() -> Response:
     form = forms.AccountForm(request.form)
-    outcome = service.change_language(current_user, form.language.data or "")
+    outcome = commands.change_language(current_user, form.language.data or "")
     if not outcome.ok:
         return outcome_response("account", outcome, form)
     # The whole page changes language: htmx reloads it (the banner comes back
@@ -220,7 +223,7 @@ def language() -> Response:
         resp.headers["HX-Refresh"] = "true"
         resp.vary.add("HX-Request")
         return resp
-    flask_login.login_user(_me())  # the page renders in the new language
+    refresh_session(_me())  # the page renders in the new language
     refresh()
     return outcome_response("account", outcome)
 
@@ -245,11 +248,11 @@ def _unexpected(exc: Exception) -> Response:
     try:
         user = _me()
     except Exception:
-        return make_response(render_template("error.html", message=gettext(service.GENERIC)), 500)
+        return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
     if section not in SECTIONS:
         section = "account"
     form = forms.blank(section, user.deletion_requested)
-    form.add_error(None, gettext(service.GENERIC))
+    form.add_error(None, gettext(GENERIC))
     resp = respond(View(user, section, form), 500)
     resp.headers["X-Section-Fragment"] = "1"  # static/app.js lets htmx swap this 500
     return resp
