@@ -47,7 +47,7 @@ def register() -> Response:
     )
     if not outcome.ok:
         form.add_error(outcome.field, gettext(outcome.key, **outcome.params))
-        return page("accounts/register.html", 422, form=form)
+        return page("accounts/register.html", outcome.status or 422, form=form)
     return page("accounts/register_done.html", email=outcome.params["email"])
 
 

@@ -1,8 +1,10 @@
 """The profile screen: one page, four sections, each its own form.
 
 One URL per command, two renderings: an htmx request gets the section fragment
-(plus out-of-band fragments), anything else the whole page with the section's
-banner shown. `respond()` is the one place that decides.
+(plus out-of-band fragments and the live region's message), anything else the
+whole page with the section's errors or success shown. `respond()` is the one
+place that decides. Each section's form (webapp/profile/forms.py) reports every
+error of a submit at once (docs/accounts.md, "Forms and accessibility").
 """
 
 from __future__ import annotations
