@@ -349,6 +349,9 @@ def test_set_password_with_htmx_and_an_invalid_link(app: Any, client: Any, work:
     assert r.status_code == 400 and INVALID in html  # the link first: no form to correct
     assert "data-error-summary" not in html and "Request a new link" in html
     assert 'name="new_password"' not in html
+    r = _set(client, "/reset-password/not-a-token", htmx=True)
+    assert r.status_code == 400  # htmx swaps no 400: it loads the link's page instead
+    assert r.headers["HX-Redirect"] == "/reset-password/not-a-token"
 
 
 def test_revert_page_form_uses_the_pattern(

@@ -122,3 +122,24 @@ def test_reset_forms_follow_the_error_pattern(
     page.get_by_role("button", name="Set new password").click()
     page.wait_for_url(f"{server}/login")
     flows.banner(page, "status", "Your password has been reset. Please sign in.")
+
+
+def test_a_link_spent_while_the_form_is_open_says_so_with_htmx(
+    new_page: Callable[..., Any], server: str, app: Any, work: Any
+) -> None:
+    """htmx swaps no 400: the answer sends the browser to the link's page instead,
+    which says the link is invalid (not a button that seems to do nothing)."""
+    page = new_page()
+    link = _link(page, server, app, work)
+    page.goto(server + link)
+    other = new_page(js=False)
+    other.goto(server + link)
+    other.get_by_label(NEW, exact=True).fill(NEW_PASSWORD)
+    other.get_by_label(CONFIRM, exact=True).fill(NEW_PASSWORD)
+    other.get_by_role("button", name="Set new password").click()
+    other.wait_for_url(f"{server}/login")
+    page.get_by_label(NEW, exact=True).fill(NEW_PASSWORD)
+    page.get_by_label(CONFIRM, exact=True).fill(NEW_PASSWORD)
+    page.get_by_role("button", name="Set new password").click()
+    flows.banner(page, "alert", "This link is invalid or has expired.")
+    expect(page.get_by_role("link", name="Request a new link")).to_be_visible()

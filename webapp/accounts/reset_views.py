@@ -71,7 +71,12 @@ def request_link() -> Response:
 def _invalid(token: str, outcome: Outcome) -> Response:
     """The link cannot be used (unknown, spent, expired): no form, a way to ask anew."""
     status = {"kind": "error", "text": _text(outcome)}
-    return _render("reset_password", 400, token=token, status=status, invalid=True)
+    resp = _render("reset_password", 400, token=token, status=status, invalid=True)
+    if forms_core.is_fragment() and request.method == "POST":
+        # htmx does not swap a 400; a page load of the link shows why instead of a
+        # button that seems to do nothing (the link expired while the user typed).
+        resp.headers["HX-Redirect"] = url_for("reset.set_password", token=token)
+    return resp
 
 
 @bp.route("/reset-password/<token>", methods=["GET", "POST"])
