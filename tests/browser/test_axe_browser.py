@@ -1,5 +1,5 @@
 """axe-core (WCAG 2.0/2.1 A and AA plus best practice) over every page state of
-sign-up, sign-in, verification and the profile: blank, with errors, after a
+sign-up, sign-in, verification, "Forgot password?" and the profile: blank, with errors, after a
 success; htmx swaps and full-page answers; English and German. Any serious or
 critical violation fails. The script is injected, so these pages come from a
 context with the CSP bypassed (only here: every other test runs under the CSP)."""
@@ -111,6 +111,50 @@ def test_profile_states_with_htmx_and_as_full_pages(
     a11y.audit(page, "profile, full page, deletion cancelled")
     full_page_submit(page, "#profile-account form[action$='/sessions']")
     a11y.audit(page, "profile, full page, sessions signed out")
+
+
+@pytest.mark.parametrize("htmx", [True, False], ids=["htmx", "full-page"])
+def test_reset_password_states(
+    audited: Callable[..., Any], server: str, app: Any, work: Any, htmx: bool
+) -> None:
+    """Request and set-new-password forms: blank, empty submit, weak password with a
+    mismatch, the neutral answer, an invalid link; swapped by htmx or answered as
+    whole pages (what a browser without JavaScript gets)."""
+    page = audited()
+
+    def submit(form: str, button: str) -> None:
+        if htmx:
+            page.locator(form).get_by_role("button", name=button).click()
+        else:
+            full_page_submit(page, form)
+
+    flows.register(page, server, "ada@example.com")
+    page.goto(f"{server}/reset-password")
+    a11y.audit(page, "reset request, blank")
+    submit("#reset-request form", "Send reset link")
+    expect(a11y.summary(page)).to_contain_text("Enter your email address.")
+    a11y.audit(page, "reset request, empty submit")
+    page.get_by_label("Email", exact=True).fill("ada@example.com")
+    submit("#reset-request form", "Send reset link")
+    flows.banner(page, "status", "If an account exists for that address")
+    a11y.audit(page, "reset request, neutral answer")
+
+    work()
+    (link,) = flows.links_to(app, "ada@example.com", "/reset-password/")
+    page.goto(server + link)
+    a11y.audit(page, "set password, blank")
+    submit("#reset-password form", "Set new password")
+    expect(a11y.summary(page)).to_contain_text("Enter a new password.")
+    a11y.audit(page, "set password, empty submit")
+    page.get_by_label("New password", exact=True).fill("short")
+    page.get_by_label("Confirm new password", exact=True).fill("shorter")
+    submit("#reset-password form", "Set new password")
+    expect(a11y.summary(page)).to_contain_text("The new passwords do not match.")
+    expect(a11y.summary(page)).to_contain_text("at least 15 characters")
+    a11y.audit(page, "set password, weak and mismatch")
+    page.goto(f"{server}/reset-password/not-a-token")
+    flows.banner(page, "alert", "This link is invalid or has expired.")
+    a11y.audit(page, "set password, invalid link")
 
 
 def test_german_pages(audited: Callable[..., Any], server: str) -> None:

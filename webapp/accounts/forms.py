@@ -1,4 +1,4 @@
-"""The sign-up and sign-in forms: fields in screen order, every rule that needs no
+"""The sign-up, sign-in and password-reset forms: fields in screen order, every rule that needs no
 database, so one submit reports all of its errors at once."""
 
 from __future__ import annotations
@@ -46,3 +46,32 @@ class LoginForm(Form):
     email = StringField(validators=[required("auth.errors.emailRequired"), check(email_problem)])
     password = PasswordField(validators=[required("auth.login.passwordRequired")])
     remember = BooleanField()
+
+
+class ResetRequestForm(Form):
+    """ "Forgot password?": the address to send a reset link to."""
+
+    id_prefix = "reset"
+    email = StringField(validators=[required("auth.errors.emailRequired"), check(email_problem)])
+
+
+class ResetPasswordForm(Form):
+    """The new password from a reset link. `account_email` (the link's account, once
+    the link is checked) lets the policy refuse a password built on the address."""
+
+    id_prefix = "reset"
+    new_password = PasswordField(validators=[required("profile.password.newRequired")])
+    confirm_password = PasswordField(validators=[required("profile.password.confirmRequired")])
+
+    def __init__(self, formdata: Any = None, account_email: str = "", **kw: Any) -> None:
+        self.account_email = account_email
+        super().__init__(formdata, **kw)
+
+    def validate_new_password(self, field: Any) -> None:
+        problem = policy_problem(field.data, self.account_email)
+        if problem:
+            raise ValidationError(problem)
+
+    def validate_confirm_password(self, field: Any) -> None:
+        if self.new_password.data and field.data != self.new_password.data:
+            raise ValidationError(gettext("profile.password.mismatch"))

@@ -42,12 +42,14 @@ def request_reset(email_raw: str) -> Outcome:
 
 
 def check_reset(token: str) -> Outcome:
+    """Whether the link is usable; if so, `params["email"]` is its account's
+    address (the password policy refuses passwords built on it)."""
     try:
         with db.reading() as conn:
-            reset_tokens.check(conn, token)
+            user = reset_tokens.check(conn, token)
     except tokens.TokenError:
         return Outcome.error(INVALID)
-    return Outcome(True, "reset.choose")
+    return Outcome(True, "reset.choose", {"email": user.email})
 
 
 def reset_password(token: str, new: str, confirm: str) -> Outcome:

@@ -1,6 +1,8 @@
 """ "Forgot password?": `/reset-password` asks for a link, `/reset-password/<token>`
 sets the new password. One URL per form, two renderings: an htmx request gets
-the section, anything else the whole page (no JavaScript needed)."""
+the section (plus the live region's message), anything else the whole page (no
+JavaScript needed). Both forms follow the one error pattern (webapp/forms.py):
+every error of a submit at once, 422; rate limits 429."""
 
 from __future__ import annotations
 
@@ -19,78 +21,87 @@ from flask import (
 from flask_babel import gettext
 from flask_login import current_user, logout_user
 
+from webapp import forms as forms_core
 from webapp.accounts import emails, ratelimit, reset
 from webapp.accounts.commands import Outcome
+from webapp.accounts.forms import ResetPasswordForm, ResetRequestForm
 
 bp = Blueprint("reset", __name__)
 
 
-def _render(name: str, code: int = 200, **ctx: object) -> Response:
-    htmx = bool(getattr(request, "htmx", False))
+def _render(name: str, code: int = 200, success: str | None = None, **ctx: object) -> Response:
+    """The section for htmx (with `success` for the page's live region), else the
+    page (its title starts with "Error: " when the form shows errors)."""
+    htmx = forms_core.is_fragment()
     template = f"accounts/_{name}.html" if htmx else f"accounts/{name}.html"
-    resp = make_response(render_template(template, **ctx), code)
+    body = render_template(template, success=success, **ctx)
+    if htmx:
+        body += forms_core.live_status(success)
+    resp = make_response(body, code)
     resp.vary.add("HX-Request")
     return resp
 
 
-def _banner(outcome: Outcome) -> dict[str, str]:
-    kind = "success" if outcome.ok else "error"
-    return {"kind": kind, "text": gettext(outcome.key, **outcome.params)}
+def _text(outcome: Outcome) -> str:
+    return gettext(outcome.key, **outcome.params)
 
 
 @bp.route("/reset-password", methods=["GET", "POST"])
 def request_link() -> Response:
     if request.method == "GET":
-        return _render("reset_request")
-    email = request.form.get("email", "")
+        return _render("reset_request", form=ResetRequestForm())
+    form = ResetRequestForm(request.form)
     if not ratelimit.hit("reset-ip", ratelimit.client_ip()):
-        status = {"kind": "error", "text": gettext("auth.errors.tooManyAttempts")}
-        return _render("reset_request", 429, email=email, status=status)
-    address = emails.normalize(email)
+        form.add_error(None, gettext("auth.errors.tooManyAttempts"))
+        return _render("reset_request", 429, form=form)
+    if not form.validate():
+        return _render("reset_request", 422, form=form)
+    sent = _text(Outcome(True, reset.SENT))
+    address = emails.normalize(form.email.data)
     if address is not None and not ratelimit.hit("reset-account", address):
         # Enough links went to this address lately: the same answer, no mail.
-        return _render("reset_request", status=_banner(Outcome(True, reset.SENT)))
-    outcome = reset.request_reset(email)
+        return _render("reset_request", form=ResetRequestForm(), success=sent)
+    outcome = reset.request_reset(form.email.data)
     if not outcome.ok:
-        return _render(
-            "reset_request", 422, email=email, status=_banner(outcome), error_field="email"
-        )
-    return _render("reset_request", status=_banner(outcome))
+        form.add_error(outcome.field, _text(outcome))
+        return _render("reset_request", 422, form=form)
+    return _render("reset_request", form=ResetRequestForm(), success=sent)
+
+
+def _invalid(token: str, outcome: Outcome) -> Response:
+    """The link cannot be used (unknown, spent, expired): no form, a way to ask anew."""
+    status = {"kind": "error", "text": _text(outcome)}
+    resp = _render("reset_password", 400, token=token, status=status, invalid=True)
+    if forms_core.is_fragment() and request.method == "POST":
+        # htmx does not swap a 400; a page load of the link shows why instead of a
+        # button that seems to do nothing (the link expired while the user typed).
+        resp.headers["HX-Redirect"] = url_for("reset.set_password", token=token)
+    return resp
 
 
 @bp.route("/reset-password/<token>", methods=["GET", "POST"])
 def set_password(token: str) -> Response:
+    checked = reset.check_reset(token)
+    if not checked.ok:
+        return _invalid(token, checked)
     if request.method == "GET":
-        outcome = reset.check_reset(token)
-        status = None if outcome.ok else _banner(outcome)
-        return _render(
-            "reset_password",
-            200 if outcome.ok else 400,
-            token=token,
-            status=status,
-            invalid=not outcome.ok,
-        )
-    form = request.form
-    outcome = reset.reset_password(
-        token, form.get("new_password", ""), form.get("confirm_password", "")
-    )
+        return _render("reset_password", token=token, form=ResetPasswordForm())
+    form = ResetPasswordForm(request.form, account_email=checked.params["email"])
+    if not form.validate():  # every error of the submit at once, in field order
+        return _render("reset_password", 422, token=token, form=form)
+    outcome = reset.reset_password(token, form.new_password.data, form.confirm_password.data)
     if not outcome.ok:
-        invalid = outcome.key == reset.INVALID
-        return _render(
-            "reset_password",
-            400 if invalid else 422,
-            token=token,
-            status=_banner(outcome),
-            error_field=outcome.field,
-            invalid=invalid,
-        )
+        if outcome.key == reset.INVALID:  # spent or expired since the check above
+            return _invalid(token, outcome)
+        form.add_error(outcome.field, _text(outcome))
+        return _render("reset_password", outcome.status or 422, token=token, form=form)
     # Every session has ended with the reset, this one too.
     if current_user.is_authenticated:
         logout_user()
     session.clear()
     flash(outcome.key)
     target = url_for("accounts.login")
-    if getattr(request, "htmx", False):
+    if forms_core.is_fragment():
         resp = make_response("", 200)
         resp.headers["HX-Redirect"] = target
         resp.vary.add("HX-Request")

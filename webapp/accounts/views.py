@@ -18,7 +18,7 @@ from flask_login import current_user
 
 from webapp.accounts import auth, emails, i18n, links, ratelimit
 from webapp.accounts.commands import Outcome
-from webapp.accounts.forms import LoginForm, RegisterForm
+from webapp.accounts.forms import LoginForm, RegisterForm, ResetPasswordForm
 from webapp.accounts.session import safe_next, sign_in, sign_out
 
 bp = Blueprint("accounts", __name__)
@@ -47,7 +47,7 @@ def register() -> Response:
     )
     if not outcome.ok:
         form.add_error(outcome.field, gettext(outcome.key, **outcome.params))
-        return page("accounts/register.html", 422, form=form)
+        return page("accounts/register.html", outcome.status or 422, form=form)
     return page("accounts/register_done.html", email=outcome.params["email"])
 
 
@@ -112,7 +112,14 @@ def revert(token: str) -> Response:
     outcome = links.revert_email_change(token)
     if outcome.ok and signed_in:
         sign_out()  # its sign-in row is gone already; drop the cookies too
-    return page("accounts/revert.html", status(outcome), token=token, outcome=outcome, done=True)
+    return page(
+        "accounts/revert.html",
+        status(outcome),
+        token=token,
+        outcome=outcome,
+        done=True,
+        reset_form=ResetPasswordForm(),  # the offer to set a new password
+    )
 
 
 @bp.after_request
