@@ -17,6 +17,8 @@ import functools
 import hashlib
 import inspect
 import json
+import os
+import tokenize
 import types
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -72,10 +74,10 @@ def _describe_callable(fn: Any) -> Any:
     if isinstance(fn, types.MethodType):
         return {"method": describe(fn.__func__), "of": _qualified(type(fn.__self__))}
     if isinstance(fn, types.FunctionType):
-        try:
-            return {"fn": inspect.getsource(fn).strip()}
-        except (OSError, TypeError):
-            return {"fn": f"{fn.__module__}.{fn.__qualname__}", "code": _code(fn.__code__)}
+        source = _source(fn)
+        if source:
+            return {"fn": source}
+        return {"fn": f"{fn.__module__}.{fn.__qualname__}", "code": _code(fn.__code__)}
     if isinstance(fn, types.BuiltinFunctionType | types.BuiltinMethodType):
         return {"fn": f"{getattr(fn, '__module__', None)}.{fn.__qualname__}"}
     # A callable object: its class, its __call__ and its (describable) state.
@@ -86,6 +88,19 @@ def _describe_callable(fn: Any) -> Any:
         "call": describe(call) if isinstance(call, types.FunctionType) else None,
         "state": describe(state),
     }
+
+
+def _source(fn: types.FunctionType) -> str:
+    """The function's source, only from a real .py file: code run from `-c`, an
+    exec'd string or a Markdown file has none that `inspect` can read reliably
+    (Python 3.13 answers "" for `-c` and fails to tokenize Markdown)."""
+    filename = fn.__code__.co_filename
+    if not (filename.endswith(".py") and os.path.isfile(filename)):
+        return ""
+    try:
+        return inspect.getsource(fn).strip()
+    except (OSError, TypeError, SyntaxError, tokenize.TokenError):
+        return ""
 
 
 def _code(code: types.CodeType) -> str:
