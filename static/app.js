@@ -45,6 +45,11 @@
         : null;
   });
 
+  // The title follows the DOM as soon as the swap lands (and again once settled).
+  document.addEventListener("htmx:afterSwap", function () {
+    syncTitle();
+  });
+
   document.addEventListener("htmx:afterSettle", function () {
     syncTitle();
     if (!refocus) return;

@@ -70,7 +70,8 @@ def expect_links_move_focus(scope: Any, errors: list[tuple[str, str]]) -> None:
 def expect_no_errors(page: Any, scope: Any, lang: str = "en") -> None:
     expect(summary(scope)).to_have_count(0)
     expect(scope.locator("[aria-invalid=true]")).to_have_count(0)
-    assert not page.title().startswith(PREFIX[lang])
+    # The script syncs the title after the swap: wait for it like any other change.
+    expect(page).not_to_have_title(re.compile(rf"^{PREFIX[lang]}"))
 
 
 def audit(page: Any, state: str) -> None:
