@@ -2,8 +2,8 @@
 
 One URL per command, two renderings: an htmx request gets the section fragment
 (plus out-of-band fragments and the live region's message), anything else the
-whole page with the section's errors or success shown. `respond()` is the one
-place that decides. Each section's form (webapp/profile/forms.py) reports every
+whole page with the section's errors or success shown. `respond()` names the
+profile's templates; webapp/pages.py is the one place that decides (every screen). Each section's form (webapp/profile/forms.py) reports every
 error of a submit at once (docs/accounts.md, "Forms and accessibility").
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from flask import (
     Blueprint,
@@ -26,7 +25,7 @@ from flask import (
 from flask_babel import format_date, gettext, refresh
 from flask_login import current_user, login_required
 
-from webapp import db
+from webapp import db, pages
 from webapp import forms as forms_core
 from webapp.accounts import profile_commands as commands
 from webapp.accounts import ratelimit, users
@@ -77,29 +76,18 @@ def _text(outcome: Outcome) -> str:
     return gettext(outcome.key, **params)
 
 
-def is_htmx() -> bool:
-    return bool(getattr(request, "htmx", False))  # set by htmx-flask from HX-Request
-
-
 def respond(view: View, status: int = 200) -> Response:
-    """The one place that picks the rendering: the section fragment for htmx (plus
-    out-of-band fragments and the message for the page's live region), else the
-    whole page, its title starting with "Error: " when a form shows errors."""
-    ctx: dict[str, Any] = {
-        "v": view,
-        "user": view.user,
-        "page_has_errors": forms_core.has_errors(view.form),
-    }
-    if is_htmx() and view.section:
-        body = render_template(f"profile/_{view.section}.html", **ctx)
-        for name in view.oob:
-            body += render_template(f"profile/_{name}.html", oob=True, **ctx)
-        body += forms_core.live_status(view.success)
-    else:
-        body = render_template("profile/page.html", **ctx)
-    resp = make_response(body, status)
-    resp.vary.add("HX-Request")
-    return resp
+    """The profile's page or one section of it (webapp/pages.py decides which)."""
+    return pages.render(
+        "profile/page.html",
+        f"profile/_{view.section}.html" if view.section else None,
+        oob=[f"profile/_{name}.html" for name in view.oob],
+        success=view.success,
+        has_errors=forms_core.has_errors(view.form),
+        status=status,
+        v=view,
+        user=view.user,
+    )
 
 
 def outcome_response(
@@ -225,7 +213,7 @@ def language() -> Response:
         return outcome_response("account", outcome, form)
     # The whole page changes language: htmx reloads it (the banner comes back
     # through a flash); without JavaScript the answer is the page itself.
-    if is_htmx():
+    if forms_core.is_fragment():
         flash("profile.account.languageSaved")
         resp = make_response("", 200)
         resp.headers["HX-Refresh"] = "true"
