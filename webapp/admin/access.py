@@ -1,0 +1,32 @@
+"""Who may enter `/admin`: signed-in admins only. Everyone else gets the app's
+ordinary 404 for every admin URL, GET or POST, before anything else is looked
+at (so not even a CSRF error reveals that the console exists). CSRF is then
+checked here, for admins, instead of by the app-wide hook that would run first."""
+
+from __future__ import annotations
+
+from flask import Blueprint, abort, request
+from flask_login import current_user
+
+from webapp import actors
+from webapp.security import csrf
+
+bp = Blueprint("admin", __name__, url_prefix="/admin")
+csrf.exempt(bp)  # checked in _gate, after the 404 for everyone who is not an admin
+
+
+def is_admin() -> bool:
+    return bool(current_user.is_authenticated and getattr(current_user, "is_admin", False))
+
+
+def actor() -> str:
+    """The signed-in admin, as recorded in the metadata of their actions' events."""
+    return actors.user(str(current_user.id))
+
+
+@bp.before_request
+def _gate() -> None:
+    if not is_admin():
+        abort(404)
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        csrf.protect()

@@ -1,0 +1,140 @@
+"""The console's reads: small functions, each one or two indexed queries."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, select, tuple_
+
+from webapp.eventstore import Event
+from webapp.workflows import catalog, ops
+from webapp.workflows.tables import workflow_runs
+
+PAGE_SIZE = 50
+# The words the console shows (and filters by) for the stored statuses.
+STATUSES = {
+    "running": "running",
+    "waiting": "suspended",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+WORD_OF = {stored: word for word, stored in STATUSES.items()}
+OPEN = ("running", "suspended")
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    tenant: str
+    status: str | None = None  # a stored status
+    workflow: str | None = None
+    started_after: datetime | None = None
+    before: tuple[datetime, str] | None = None  # keyset: (started_at, run_id) of the last row
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    rows: list[Any]
+    next_cursor: tuple[datetime, str] | None
+    counts: dict[str, int]  # per status word, for the tenant and the other filters
+
+
+LISTED = (
+    workflow_runs.c.run_id,
+    workflow_runs.c.tenant_id,
+    workflow_runs.c.workflow_name,
+    workflow_runs.c.status,
+    workflow_runs.c.step_index,
+    workflow_runs.c.started_at,
+    workflow_runs.c.updated_at,
+)
+
+
+def _common(q: Any, f: RunFilter) -> Any:
+    q = q.where(workflow_runs.c.tenant_id == f.tenant)
+    if f.workflow:
+        q = q.where(workflow_runs.c.workflow_name == f.workflow)
+    if f.started_after:
+        q = q.where(workflow_runs.c.started_at > f.started_after)
+    return q
+
+
+def runs_page(conn: Connection, f: RunFilter, size: int = PAGE_SIZE) -> RunsPage:
+    """Newest first; keyset paging on (started_at, run_id), which an index covers."""
+    q = _common(select(*LISTED), f)
+    if f.status:
+        q = q.where(workflow_runs.c.status == f.status)
+    if f.before:
+        q = q.where(tuple_(workflow_runs.c.started_at, workflow_runs.c.run_id) < tuple_(*f.before))
+    q = q.order_by(workflow_runs.c.started_at.desc(), workflow_runs.c.run_id.desc())
+    rows = list(conn.execute(q.limit(size + 1)))
+    cursor = (rows[size - 1].started_at, rows[size - 1].run_id) if len(rows) > size else None
+    counts = {word: 0 for word in STATUSES}
+    grouped = _common(
+        select(workflow_runs.c.status, func.count()).group_by(workflow_runs.c.status), f
+    )
+    for status, n in conn.execute(grouped):
+        if status in WORD_OF:
+            counts[WORD_OF[status]] = int(n)
+    return RunsPage(rows[:size], cursor, counts)
+
+
+def step_name(workflow_name: str, index: int) -> str:
+    """The step's name in the loaded definition, else its number."""
+    wf = catalog.get(workflow_name)
+    if wf is not None and 0 <= index < len(wf.steps):
+        return f"{index}: {wf.steps[index].name}"
+    return str(index)
+
+
+def valid_run_id(run_id: str) -> bool:
+    try:
+        return str(uuid.UUID(run_id)) == run_id.lower() and len(run_id) == 36
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    run: Any
+    events: list[Event]
+    pending: list[Any]
+    loaded_fingerprint: str | None  # None: the workflow is not registered here
+
+    @property
+    def fingerprint_matches(self) -> bool:
+        return self.loaded_fingerprint == self.run.fingerprint
+
+    @property
+    def can_cancel(self) -> bool:
+        return bool(self.run.status in OPEN)
+
+    @property
+    def can_retry(self) -> bool:
+        return bool(self.run.status == "failed")
+
+
+def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
+    """None for an unknown or malformed id."""
+    if not valid_run_id(run_id):
+        return None
+    try:
+        run = ops.find_run(conn, run_id)
+    except ops.OperationError:
+        return None
+    wf = catalog.get(run.workflow_name)
+    return RunDetail(
+        run,
+        ops.timeline(conn, run_id),
+        ops.pending_rows(conn, run_id),
+        wf.fingerprint if wf is not None else None,
+    )
+
+
+def stuck_runs(conn: Connection, tenant: str) -> list[dict[str, Any]]:
+    """`flask workflows stuck`, for one tenant: due for more than 5 minutes and not
+    advanced, or running under a lease whose worker is gone."""
+    return [r for r in ops.stuck(conn) if r["tenant_id"] == tenant]
