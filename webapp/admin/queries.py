@@ -62,8 +62,9 @@ def _common(q: Any, f: RunFilter) -> Any:
     return q
 
 
-def runs_page(conn: Connection, f: RunFilter, size: int = PAGE_SIZE) -> RunsPage:
+def runs_page(conn: Connection, f: RunFilter, size: int | None = None) -> RunsPage:
     """Newest first; keyset paging on (started_at, run_id), which an index covers."""
+    size = size or PAGE_SIZE
     q = _common(select(*LISTED), f)
     if f.status:
         q = q.where(workflow_runs.c.status == f.status)
