@@ -84,11 +84,12 @@ def runs_page(conn: Connection, f: RunFilter, size: int | None = None) -> RunsPa
 
 
 def step_name(workflow_name: str, index: int) -> str:
-    """The step's name in the loaded definition, else its number."""
+    """The step's name in the loaded definition, else its number ("–" past the
+    last step: the run has settled)."""
     wf = catalog.get(workflow_name)
     if wf is not None and 0 <= index < len(wf.steps):
         return f"{index}: {wf.steps[index].name}"
-    return str(index)
+    return "–" if wf is not None and index >= len(wf.steps) else str(index)
 
 
 def valid_run_id(run_id: str) -> bool:
