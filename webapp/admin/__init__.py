@@ -42,4 +42,4 @@ def _helpers() -> dict[str, Any]:
 def init_app(app: Flask) -> None:
     grants.register()
     cli.init_app(app)
-    app.register_blueprint(access.bp)
+    access.init_app(app)
