@@ -50,8 +50,8 @@ def status_of(page: Any) -> Any:
 def test_find_a_failed_run_by_filter_retry_it_and_it_completes(
     page: Any,
     server: str,
-    wf: Any,
-    work: Any,  # noqa: F811
+    wf: Any,  # noqa: F811
+    work: Any,
 ) -> None:
     CAUSE["fixed"] = False
     wf(w.workflow("charge", on="order.placed", steps=[w.compute("charge", charge)]))
