@@ -33,6 +33,9 @@ def _helpers() -> dict[str, Any]:
         "payload_summary": present.payload_summary,
         "results_text": present.results_text,
         "word_of": queries.WORD_OF,
+        # Looked up once per render, not once per table row.
+        "status_label": {w: gettext(f"admin.status.{w}") for w in queries.STATUSES},
+        "count_cap": queries.COUNT_CAP,
         "status_options": _status_options,
         "tenant_options": lambda ids: {t: t for t in ids},
         "admin_endpoints": set(current_app.view_functions),
