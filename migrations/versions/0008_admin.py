@@ -1,5 +1,5 @@
-"""Operations console: who may enter (`users.is_admin`) and the index the runs
-list pages by (newest first per tenant, optionally per status).
+"""Operations console: who may enter (`users.is_admin`) and the indexes the runs
+list pages and counts by (newest first per tenant, per status, per workflow).
 
 Revision ID: 0008_admin
 """
@@ -26,9 +26,16 @@ def upgrade() -> None:
         "workflow_runs",
         ["tenant_id", "status", "started_at", "run_id"],
     )
+    # Counts per status (and the list) within one workflow: index-only too.
+    op.create_index(
+        "ix_workflow_runs_tenant_workflow_status",
+        "workflow_runs",
+        ["tenant_id", "workflow_name", "status", "started_at", "run_id"],
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_workflow_runs_tenant_workflow_status", table_name="workflow_runs")
     op.drop_index("ix_workflow_runs_tenant_status_started", table_name="workflow_runs")
     op.drop_index("ix_workflow_runs_tenant_started", table_name="workflow_runs")
     with op.batch_alter_table("users") as batch:

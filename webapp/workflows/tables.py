@@ -60,4 +60,12 @@ workflow_runs = Table(
     # The operations console's runs list, newest first (migration 0008_admin).
     Index("ix_workflow_runs_tenant_started", "tenant_id", "started_at", "run_id"),
     Index("ix_workflow_runs_tenant_status_started", "tenant_id", "status", "started_at", "run_id"),
+    Index(
+        "ix_workflow_runs_tenant_workflow_status",
+        "tenant_id",
+        "workflow_name",
+        "status",
+        "started_at",
+        "run_id",
+    ),
 )
