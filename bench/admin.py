@@ -150,7 +150,7 @@ def deep_cursor(c: Any, pages: int) -> str:
     url = "/admin/runs"
     for _ in range(pages - 1):
         html = c.get(url).get_data(as_text=True)
-        found = re.search(r'<a href="([^"]+)" rel="next">', html)
+        found = re.search(r'id="admin-runs-next" href="([^"]+)"', html)
         if not found:
             raise RuntimeError("ran out of pages")
         url = found.group(1).replace("&amp;", "&")

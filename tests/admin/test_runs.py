@@ -100,7 +100,7 @@ def test_keyset_paging_walks_every_run_once(
     while url:
         html = admin.get(url).get_data(as_text=True)
         seen += rows(html)
-        found = re.search(r'<a href="([^"]+)" rel="next">Next page</a>', html)
+        found = re.search(r'id="admin-runs-next" href="([^"]+)"', html)
         url = found.group(1).replace("&amp;", "&") if found else None
     assert seen == expected
 
@@ -168,3 +168,18 @@ def test_cancel_a_waiting_run_with_htmx(admin: FlaskClient, work: Any) -> None:
     assert verification_run().status == "cancelled"
     assert run_events(run.run_id)[-1].metadata["actor"].startswith("user:")
     assert admin.get(f"/admin/runs/{run.run_id}/cancel").status_code == 409
+
+
+def test_a_long_run_shows_its_last_events_and_says_so(
+    admin: FlaskClient, wf: Any, work: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(queries, "TIMELINE_LIMIT", 2)
+    wf(w.workflow("nap", on="nap.started", steps=[w.wait("nap", "PT10M"), w.ret(1)]))
+    emit("nap.started", {})
+    work()
+    run = only_run("nap")
+    post(admin, f"/admin/runs/{run.run_id}/cancel")
+    html = admin.get(f"/admin/runs/{run.run_id}").get_data(as_text=True)
+    assert "1 earlier ones are left out" in html
+    assert "workflow.run-started" not in html  # the first of three
+    assert "workflow.step.waiting" in html and "workflow.run-cancelled" in html

@@ -9,11 +9,12 @@ from typing import Any
 
 from sqlalchemy import Connection, func, literal, select, tuple_
 
-from webapp.eventstore import Event
-from webapp.workflows import catalog, ops
+from webapp.eventstore import Event, read_stream
+from webapp.workflows import catalog, ops, runs
 from webapp.workflows.tables import workflow_runs
 
 PAGE_SIZE = 50
+TIMELINE_LIMIT = 500  # a run page shows at most its last 500 events
 COUNT_CAP = 10_000  # counts per status above this show as "10,000+"
 # The words the console shows (and filters by) for the stored statuses.
 STATUSES = {
@@ -106,13 +107,17 @@ def valid_run_id(run_id: str) -> bool:
 @dataclass(frozen=True)
 class RunDetail:
     run: Any
-    events: list[Event]
+    events: list[Event]  # the last TIMELINE_LIMIT at most
     pending: list[Any]
     loaded_fingerprint: str | None  # None: the workflow is not registered here
 
     @property
     def fingerprint_matches(self) -> bool:
         return self.loaded_fingerprint == self.run.fingerprint
+
+    @property
+    def events_left_out(self) -> int:
+        return max(0, int(self.run.version) - len(self.events))
 
     @property
     def can_cancel(self) -> bool:
@@ -132,9 +137,10 @@ def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
     except ops.OperationError:
         return None
     wf = catalog.get(run.workflow_name)
+    since = max(0, int(run.version) - TIMELINE_LIMIT)
     return RunDetail(
         run,
-        ops.timeline(conn, run_id),
+        read_stream(conn, runs.stream(run.tenant_id, run.run_id), after_version=since),
         ops.pending_rows(conn, run_id),
         wf.fingerprint if wf is not None else None,
     )
