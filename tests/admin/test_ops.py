@@ -73,6 +73,26 @@ def test_skip_a_parked_event_is_an_event_by_the_admin(admin: FlaskClient) -> Non
     assert skipped.metadata["actor"].startswith("user:")
 
 
+def test_retry_a_parked_event_in_the_console_after_fixing_it(admin: FlaskClient) -> None:
+    cause = {"fixed": False}
+
+    def apply(_conn: Any, _event: Any) -> None:
+        if not cause["fixed"]:
+            raise LookupError("missing")
+
+    with projection("test-prices", ["price.changed"], apply):
+        parked_id = _parked_one()
+        failed = post(admin, f"/admin/projections/parked/{parked_id}/retry")
+        assert failed.status_code == 409 and "stays parked" in failed.get_data(as_text=True)
+        cause["fixed"] = True
+        done = post(admin, f"/admin/projections/parked/{parked_id}/retry")
+        assert done.status_code == 200 and "was applied" in done.get_data(as_text=True)
+    first, second = _projection_events("test-prices")
+    assert (first.payload["applied"], second.payload["applied"]) == (False, True)
+    assert second.metadata["actor"] == first.metadata["actor"]
+    assert second.metadata["actor"].startswith("user:")
+
+
 def test_cli_skip_and_retry_record_the_operator(app: Any, runner: Any) -> None:
     with projection("test-prices", ["price.changed"], _fail):
         first = _parked_one()
