@@ -26,6 +26,7 @@ pytestmark = pytest.mark.browser
 
 ADMIN = "root@example.com"
 SCREENSHOT = ROOT / "docs" / "img" / "admin-runs.png"
+RUN_SCREENSHOT = ROOT / "docs" / "img" / "admin-run.png"
 CAUSE = {"fixed": False}
 
 
@@ -84,12 +85,13 @@ def test_find_a_failed_run_by_filter_retry_it_and_it_completes(
     page.reload()
     expect(status_of(page)).to_have_text("Completed")
     expect(page.get_by_test_id("admin-run-results")).to_contain_text('"charged"')
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.screenshot(path=str(RUN_SCREENSHOT), full_page=True)
 
     page.get_by_role("navigation", name="Operations console").get_by_role(
         "link", name="Workflow runs"
     ).click()
     expect(page.get_by_test_id("admin-run-counts")).to_contain_text("Completed: 1")
-    page.set_viewport_size({"width": 1280, "height": 800})
     page.screenshot(path=str(SCREENSHOT), full_page=True)
 
 
