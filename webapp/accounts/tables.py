@@ -32,7 +32,7 @@ users = Table(
     Column("deletion_due_at", UTCDateTime(), nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("version", Integer, nullable=False),
-    # May enter the operations console (webapp/admin; migration 0008_admin).
+    # May enter the operations console (webapp/admin; migration 0007_admin).
     Column("is_admin", Boolean, nullable=False, default=False, server_default=false()),
     UniqueConstraint("tenant_id", "email", name="uq_users_tenant_email"),
 )

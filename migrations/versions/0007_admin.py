@@ -1,13 +1,13 @@
 """Operations console: who may enter (`users.is_admin`) and the indexes the runs
 list pages and counts by (newest first per tenant, per status, per workflow).
 
-Revision ID: 0008_admin
+Revision ID: 0007_admin
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008_admin"
+revision = "0007_admin"
 down_revision = "0006_mail_outbox"
 branch_labels = None
 depends_on = None
