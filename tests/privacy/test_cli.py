@@ -46,3 +46,9 @@ def test_download_attempts_are_deleted_after_90_days(
     clock.advance(timedelta(days=2))
     export_cleanup(None, clock.now())
     assert "downloads and attempts: 0" in runner.invoke(args=["exports", "show", job_id]).output
+
+
+def test_the_mail_link_is_limited_to_30_a_minute_per_address(app: Any) -> None:
+    anonymous = app.test_client()
+    statuses = [fetch(anonymous, f"/privacy/download/guess{i}").status_code for i in range(31)]
+    assert statuses[:30] == [404] * 30 and statuses[30] == 429
