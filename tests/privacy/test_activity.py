@@ -29,7 +29,13 @@ def test_the_list_reads_in_plain_words_newest_first(client: Any, user: Any) -> N
     post(client, "/profile/sessions", htmx=True)
     html = client.get("/privacy").get_data(as_text=True)
     assert "Your activity" in html
-    assert _items(html) == ["Signed out of other sessions", "Password changed", "Account created"]
+    assert _items(html) == [
+        "Signed out of other sessions",
+        "Password change notice sent",
+        "Password changed",
+        "Verification email sent",
+        "Account created",
+    ]
     assert "user." not in html.split('id="privacy-activity"')[1].split("</section>")[0]
     assert "<time datetime=" in html
 
@@ -43,25 +49,31 @@ def test_nothing_of_another_user_and_no_bookkeeping(
     # A password hash upgraded at sign-in is bookkeeping, not something the user did.
     app.config["APP_CONFIG"] = make_config(argon2_time_cost=2)
     login(app.test_client(), "ada@example.com")
-    assert _items(client.get("/privacy").get_data(as_text=True)) == ["Account created"]
+    assert _items(client.get("/privacy").get_data(as_text=True)) == [
+        "Verification email sent",
+        "Account created",
+    ]
 
 
 def test_show_more_appends_the_next_twenty(client: Any, user: Any) -> None:
-    for _ in range(44):
+    for _ in range(44):  # + the sign-up and its verification mail: 46 entries
         post(client, "/profile/sessions", htmx=True)
     page = client.get("/privacy").get_data(as_text=True)
     assert len(_items(page)) == 20 and "Show more" in page
-    cursor = re.search(r'name="before" value="(\d+)"', page)
+    cursor = re.search(r'name="before" value="([\d-]+)"', page)
     assert cursor
     more = htmx_get(client, f"/privacy/activity?before={cursor.group(1)}")
     fragment = more.get_data(as_text=True)
     assert more.status_code == 200 and "<html" not in fragment
     assert fragment.lstrip().startswith("<li")
     assert len(_items(fragment)) == 20
-    last = re.search(r'name="before" value="(\d+)"', fragment)
+    last = re.search(r'name="before" value="([\d-]+)"', fragment)
     assert last
     final = htmx_get(client, f"/privacy/activity?before={last.group(1)}").get_data(as_text=True)
-    assert _items(final) == ["Signed out of other sessions"] * 4 + ["Account created"]
+    assert _items(final) == ["Signed out of other sessions"] * 4 + [
+        "Verification email sent",
+        "Account created",
+    ]
     assert "Show more" not in final
     # Without JavaScript the button loads the page from that point on.
     nojs = client.get(f"/privacy/activity?before={cursor.group(1)}")
@@ -75,3 +87,22 @@ def test_a_hostile_cursor_is_refused_plainly(client: Any, user: Any) -> None:
         assert answer.status_code == 400
         assert "This page of your activity does not exist." in answer.get_data(as_text=True)
     assert client.get("/privacy?before=abc").status_code == 200  # the page just starts at the top
+
+
+def test_paging_loses_and_repeats_nothing_when_everything_happened_at_once(
+    app: Any, clock: Any
+) -> None:
+    """The frozen clock: every entry has the same time; the cursor's tie-breaks
+    (mails before events, then by id) still page through each entry once."""
+    client = app.test_client()
+    register(client, "ada@example.com")
+    login(client, "ada@example.com")
+    for _ in range(25):
+        post(client, "/profile/sessions", htmx=True)
+    seen = _items(client.get("/privacy").get_data(as_text=True))
+    html = client.get("/privacy").get_data(as_text=True)
+    while match := re.search(r'name="before" value="([\d-]+)"', html):
+        html = htmx_get(client, f"/privacy/activity?before={match.group(1)}").get_data(as_text=True)
+        seen += _items(html)
+    assert len(seen) == 27
+    assert seen[0] == "Verification email sent" and seen[-1] == "Account created"

@@ -227,3 +227,17 @@ def test_the_ready_mail_names_the_expiry_and_warns_against_forwarding(
     text = body(ready)
     assert re.search(r"Download it until \w+ \d+, \d{4}", text)
     assert "do not forward" in text
+
+
+def test_an_unexpected_failure_answers_in_the_section(
+    client: Any, user: Any, monkeypatch: Any
+) -> None:
+    def broken(_user: Any) -> Any:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(exports, "request_export", broken)
+    answer = ppost(client, "/privacy/export", htmx=True)
+    fragment = answer.get_data(as_text=True)
+    assert answer.status_code == 500 and answer.headers["X-Section-Fragment"] == "1"
+    assert fragment.lstrip().startswith("<section") and "Something went wrong" in fragment
+    assert client.get("/privacy/nothing-here").status_code == 404

@@ -98,7 +98,9 @@ def request_export(user: User) -> Outcome:
         try:
             with db.transaction() as conn:
                 row = fresh(conn, user)
-                if row.status != account_events.ACTIVE:
+                # Allowed during a deletion's grace period (take a copy, then go);
+                # a restricted account is frozen.
+                if row.status == account_events.RESTRICTED_STATUS:
                     return Outcome.error("privacy.export.notActive")
                 current = active(conn, row)
                 if current is not None:

@@ -25,11 +25,12 @@ from flask import (
 )
 from flask_babel import gettext
 from flask_login import current_user, login_required
+from werkzeug.exceptions import HTTPException
 
 from webapp import db, pages
 from webapp import forms as forms_core
 from webapp.accounts import ratelimit, users
-from webapp.accounts.commands import Outcome
+from webapp.accounts.commands import GENERIC, Outcome
 from webapp.accounts.session import sign_out
 from webapp.accounts.users import User
 from webapp.privacy import activity, downloads, exports, forms, restriction
@@ -174,7 +175,8 @@ def activity_more() -> Response:
         )
     me = _me()
     if not forms_core.is_fragment():
-        return redirect(url_for("privacy.show", before=before) + "#privacy-activity")  # type: ignore[return-value]
+        target = url_for("privacy.show", before=request.args.get("before"))
+        return redirect(target + "#privacy-activity")  # type: ignore[return-value]
     with db.reading() as conn:
         entries = activity.page(conn, me, before)
     resp = make_response(render_template("privacy/_activity_items.html", activity=entries))
@@ -218,4 +220,35 @@ def cancel_deletion() -> Response:
 @bp.after_request
 def _no_store(resp: Response) -> Response:
     resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+SECTION_OF = {
+    "export_request": "export",
+    "export_status": "export",
+    "restrict": "restrict",
+    "delete": "danger",
+    "cancel_deletion": "danger",
+}
+
+
+@bp.errorhandler(Exception)
+def _unexpected(exc: Exception) -> Response | HTTPException:
+    """A bug or an outage: the section says so (nothing typed is lost on the
+    page), never a blank swap; other screens get the error page."""
+    if isinstance(exc, HTTPException):
+        return exc
+    log.exception("privacy request failed", exc_info=exc)
+    endpoint = (request.endpoint or "").rsplit(".", 1)[-1]
+    section = SECTION_OF.get(endpoint)
+    try:
+        user = _me()
+    except Exception:
+        section = None
+    if section is None:
+        return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
+    form = forms.blank(section, user.deletion_requested)
+    form.add_error(None, gettext(GENERIC))
+    resp = respond(PRIVACY.view(user, section, form), 500)
+    resp.headers["X-Section-Fragment"] = "1"  # static/app.js lets htmx swap this 500
     return resp
