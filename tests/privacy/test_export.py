@@ -48,6 +48,9 @@ def test_request_shows_preparing_and_polls_every_two_seconds(client: Any, user: 
     assert "Request data export" not in fragment  # the button is hidden meanwhile
     assert 'data-testid="privacy-export-refresh"' in fragment  # the no-JS way to look again
     assert [j.status for j in _jobs()] == ["pending"]
+    # Polling while nothing changed swaps nothing (204): no focus lost, no re-announcement.
+    assert htmx_get(client, "/privacy/export?poll=1").status_code == 204
+    assert "Your export is being prepared." in client.get("/privacy/export").get_data(as_text=True)
 
 
 def test_worker_builds_the_zip_and_only_the_owner_downloads_it(

@@ -109,10 +109,16 @@ def export_status() -> Response:
     being prepared; without JavaScript the Refresh link loads the page."""
     me = _me()
     live = None
-    if request.args.get("poll"):
+    if request.args.get("poll") and forms_core.is_fragment():
         with db.reading() as conn:
             job = exports.latest(conn, me)
-        if job is not None and not job.active:  # just finished: announce it
+        if job is not None and job.active:
+            # Unchanged: 204 swaps nothing (htmx-config), so focus stays and the
+            # status is not re-announced; the polling goes on.
+            resp = make_response("", 204)
+            resp.vary.add("HX-Request")
+            return resp
+        if job is not None:  # just finished: announce it
             live = gettext(
                 "privacy.export.ready" if job.status == "done" else "privacy.export.failed"
             )
