@@ -4,6 +4,7 @@ by an operator (`flask users lift-restriction`), and only from active."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -15,6 +16,7 @@ from webapp.accounts import profile_commands
 from webapp.accounts.users import stream_of
 from webapp.eventstore import read_stream
 from webapp.mail.outbox.tables import mail_outbox
+from webapp.privacy.tables import export_jobs
 
 RESTRICTED = "Your account is restricted. Contact support to lift the restriction."
 
@@ -103,3 +105,16 @@ def test_while_restricted_a_deletion_request_is_refused(client: Any, user: Any) 
     outcome = profile_commands.request_deletion(user_row("ada@example.com"), PASSWORD)
     assert not outcome.ok and outcome.key == "privacy.delete.restricted"
     assert user_row("ada@example.com").status == "restricted"
+
+
+def test_an_export_requested_before_restricting_is_not_built(
+    client: Any, user: Any, work: Any, app: Any
+) -> None:
+    ppost(client, "/privacy/export", htmx=True)
+    ppost(client, "/privacy/restrict", current_password=PASSWORD)
+    work()
+    with db.reading() as conn:
+        (job,) = list(conn.execute(select(export_jobs)))
+    assert job.status == "failed" and job.error == "restricted"
+    assert list(Path(app.config["APP_CONFIG"].exports_path).glob("*.zip")) == []
+    assert "export-failed" not in _kinds()  # no mail while restricted

@@ -19,6 +19,7 @@ from flask import current_app
 from sqlalchemy import Connection, select, update
 
 from webapp import clock, db
+from webapp.accounts.events import RESTRICTED_STATUS
 from webapp.accounts.users import get_user, stream_of
 from webapp.eventstore import ANY, Metadata, NewEvent, append
 from webapp.privacy import bundle, downloads, exports, mails
@@ -63,6 +64,10 @@ def _job_id(ctx: RunContext) -> str:
 def claim(conn: Connection, ctx: RunContext, payload: Any) -> dict[str, Any]:
     job = _locked(conn, payload["job_id"])
     if job is None or job.status != PENDING:
+        return {"claimed": False}
+    user = get_user(conn, job.user_id, job.tenant_id)
+    if user is None or user.status == RESTRICTED_STATUS:
+        fail(conn, job, "restricted" if user else "gone")  # processing is paused
         return {"claimed": False}
     conn.execute(
         update(export_jobs)
