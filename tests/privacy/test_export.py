@@ -5,6 +5,7 @@ user; the mail's link until it expires; failures and stale jobs end failed."""
 from __future__ import annotations
 
 import re
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -244,3 +245,23 @@ def test_an_unexpected_failure_answers_in_the_section(
     assert answer.status_code == 500 and answer.headers["X-Section-Fragment"] == "1"
     assert fragment.lstrip().startswith("<section") and "Something went wrong" in fragment
     assert client.get("/privacy/nothing-here").status_code == 404
+
+
+def test_concurrent_requests_from_many_threads_make_one_job(app: Any, user: Any) -> None:
+    """Like two web processes at once: every request answers with the one job."""
+    barrier = threading.Barrier(6)
+    answers: list[Any] = []
+
+    def go() -> None:
+        with app.app_context():
+            barrier.wait()
+            answers.append(exports.request_export(user))
+
+    threads = [threading.Thread(target=go) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    (job,) = _jobs()
+    assert len(answers) == 6 and all(a.ok for a in answers)
+    assert {a.params["job_id"] for a in answers} == {job.id}
