@@ -133,6 +133,7 @@ def test_activity_in_plain_words_with_show_more(page: Any, server: str) -> None:
     expect(items.first).to_contain_text("Language changed")
     region.get_by_role("button", name="Show more").click()
     expect(items).to_have_count(24)
+    expect(items.nth(20)).to_be_focused()  # reading goes on where the new entries start
     expect(items.last).to_contain_text("Account created")
     expect(region.get_by_role("button", name="Show more")).to_have_count(0)
     expect(region).not_to_contain_text("user.")

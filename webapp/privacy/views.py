@@ -185,7 +185,9 @@ def activity_more() -> Response:
         return redirect(target + "#privacy-activity")  # type: ignore[return-value]
     with db.reading() as conn:
         entries = activity.page(conn, me, before)
-    resp = make_response(render_template("privacy/_activity_items.html", activity=entries))
+    resp = make_response(
+        render_template("privacy/_activity_items.html", activity=entries, appended=True)
+    )
     resp.vary.add("HX-Request")
     return resp
 
