@@ -10,7 +10,9 @@ from typing import Any
 from tests.accounts.conftest import PASSWORD, login, post, register
 from tests.privacy.conftest import htmx_get
 
-ITEM = re.compile(r'data-testid="privacy-activity-item"><span class="activity-what">([^<]+)</span>')
+ITEM = re.compile(
+    r'data-testid="privacy-activity-item"[^>]*><span class="activity-what">([^<]+)</span>'
+)
 
 
 def _items(html: str) -> list[str]:
