@@ -28,7 +28,7 @@ def test_privacy_page_states(
     expect(region.get_by_role("status")).to_have_text("Your export is being prepared.")
     a11y.audit(page, "privacy, export being prepared (htmx)")
     work()
-    expect(region.get_by_text("Your export is ready.")).to_be_visible()
+    expect(region.get_by_text("Your export is ready.")).to_be_visible(timeout=15_000)
     # htmx settles the swapped section from the polling one's classes: let the
     # indicator finish fading out before measuring contrast.
     expect(region.locator(".htmx-indicator")).to_have_css("opacity", "0")
