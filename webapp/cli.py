@@ -18,6 +18,8 @@ projections_cli = AppGroup("projections", help="Async projections: status, parke
 tenants_cli = AppGroup("tenants", help="Tenants.")
 jobs_cli = AppGroup("jobs", help="Scheduled jobs.")
 events_cli = AppGroup("events", help="Domain events: publish one (operators, tests).")
+# Features add their account commands here (admin: grant/revoke, privacy: lift-restriction).
+users_cli = AppGroup("users", help="User accounts: console access, restrictions.")
 
 
 @db_cli.command("upgrade")
@@ -144,5 +146,5 @@ def events_append(event_type: str, aggregate: str, payload: str, tenant: str) ->
 
 
 def init_app(app: Flask) -> None:
-    for group in (db_cli, projections_cli, tenants_cli, jobs_cli, events_cli):
+    for group in (db_cli, projections_cli, tenants_cli, jobs_cli, events_cli, users_cli):
         app.cli.add_command(group)

@@ -140,6 +140,9 @@ class Config:
     password_min_length: int = 15
     account_deletion_grace_days: int = 14
     unverified_account_days: int = 7  # never-verified accounts are erased after this
+    # privacy center: where export ZIPs are kept, and how long a download works
+    export_dir: Path | None = None  # None: <instance>/exports
+    export_valid_days: int = 7
     # argon2id cost; the defaults (RFC 9106 low-memory) exceed OWASP's minimum
     argon2_time_cost: int = 3
     argon2_memory_cost: int = 65536
@@ -188,6 +191,8 @@ class Config:
             password_min_length=_int(env, "PASSWORD_MIN_LENGTH", 15, 8, 128),
             account_deletion_grace_days=_int(env, "ACCOUNT_DELETION_GRACE_DAYS", 14, 0, 3650),
             unverified_account_days=_int(env, "UNVERIFIED_ACCOUNT_DAYS", 7, 1, 365),
+            export_dir=Path(env["EXPORT_DIR"]).resolve() if env.get("EXPORT_DIR") else None,
+            export_valid_days=_int(env, "EXPORT_VALID_DAYS", 7, 1, 90),
             argon2_time_cost=_int(env, "ARGON2_TIME_COST", 3, 2, 100),
             argon2_memory_cost=_int(env, "ARGON2_MEMORY_COST", 65536, 19456, 4 * 2**20),
             argon2_parallelism=_int(env, "ARGON2_PARALLELISM", 4, 1, 64),
@@ -209,6 +214,11 @@ class Config:
         )
         values.update(overrides)
         return cls(**values)
+
+    @property
+    def exports_path(self) -> Path:
+        """Where export ZIPs are written (`EXPORT_DIR`, default `instance/exports`)."""
+        return self.export_dir or self.instance_path / "exports"
 
     def __repr__(self) -> str:
         """Every setting, but never a secret: keys and passwords show as `***`,

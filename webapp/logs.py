@@ -20,7 +20,13 @@ _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 # Paths whose last segment is a bearer token (links from account mails). Any
 # log line that names one, e.g. a web server's access log of the GET, shows
 # `[redacted]` in place of the token.
-TOKEN_PATHS = ("/verify-email/", "/email-change/revert/", "/reset-password/")
+TOKEN_PATHS = (
+    "/verify-email/",
+    "/email-change/revert/",
+    "/reset-password/",
+    "/delete-account/",  # privacy center: the signed-out deletion link
+    "/privacy/download/",  # privacy center: the export link from the mail
+)
 _TOKEN = re.compile("(" + "|".join(map(re.escape, TOKEN_PATHS)) + r")[^\s\"'?#&]+")
 
 

@@ -38,3 +38,5 @@ ALL = (
 
 ACTIVE = "active"
 DELETION_REQUESTED_STATUS = "deletionRequested"
+# Processing restricted (Art. 18, webapp/privacy): sign-in refused until an operator lifts it.
+RESTRICTED_STATUS = "restricted"

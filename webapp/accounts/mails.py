@@ -33,6 +33,13 @@ REGISTRATION_ATTEMPT = "registration-attempt"
 DELETION_REQUESTED = "deletion-requested"
 DELETION_CANCELLED = "deletion-cancelled"
 
+# While processing is restricted (Art. 18) only the mails the law requires go
+# out: the confirmation of the restriction (Art. 12(3)) and the notice that it
+# is lifted (Art. 18(3)). Every other mail is not recorded at all.
+RESTRICTED = "restricted"
+RESTRICTION_LIFTED = "restriction-lifted"
+LAWFUL_WHILE_RESTRICTED = frozenset({RESTRICTED, RESTRICTION_LIFTED})
+
 # Mails anyone can make us send to an address (resend, a sign-up with a taken
 # address): at most this many per hour per account, and one per cooldown.
 PER_HOUR = 3
@@ -60,6 +67,8 @@ def _record(
     dedupe_key: str | None = None,
     **params: object,
 ) -> int | None:
+    if user.status == ev.RESTRICTED_STATUS and kind not in LAWFUL_WHILE_RESTRICTED:
+        return None
     with force_locale(user.language or "en"):
         subject = gettext(subject_key)
         body = gettext(body_key, **params)  # type: ignore[arg-type]
@@ -71,6 +80,9 @@ def _record(
         kind=kind,
         dedupe_key=dedupe_key,
     )
+
+
+record = _record  # for the other features' account mails (webapp/privacy)
 
 
 def limit_reached(

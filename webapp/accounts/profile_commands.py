@@ -180,6 +180,8 @@ def request_deletion(user: User, password: str) -> Outcome:
             row = fresh(conn, user)
             if row.deletion_requested:
                 return Outcome.error("profile.danger.alreadyRequested")
+            if row.status != ev.ACTIVE:  # restricted (Art. 18): frozen until lifted
+                return Outcome.error("privacy.delete.restricted")
             append_to(
                 conn,
                 row,

@@ -29,6 +29,8 @@ LIMITS = {
     "register-ip": "20 per minute",  # registrations per client address
     "reset-ip": "20 per hour",  # "Forgot password?" requests per client address
     "reset-account": "3 per hour",  # reset links per address typed (more: no mail)
+    "export-download-ip": "30 per minute",  # export downloads by the mail's link
+    "deletion-link-ip": "10 per minute",  # signed-out deletion: requests and confirms
 }
 
 

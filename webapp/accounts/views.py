@@ -17,6 +17,7 @@ from flask_babel import gettext
 from flask_login import current_user
 
 from webapp.accounts import auth, emails, i18n, links, ratelimit
+from webapp.accounts import events as ev
 from webapp.accounts.commands import Outcome
 from webapp.accounts.forms import LoginForm, RegisterForm, ResetPasswordForm
 from webapp.accounts.session import safe_next, sign_in, sign_out
@@ -75,6 +76,10 @@ def login() -> Response:
         # Not one field's fault (and no hint which): a form-wide error.
         form.add_error(None, gettext("auth.login.failed"), link_to="email")
         return page("accounts/login.html", 422, form=form, next=next_url)
+    if user.status == ev.RESTRICTED_STATUS:
+        # Only after the right password, so the refusal tells nobody else anything.
+        form.add_error(None, gettext("privacy.restrict.restricted"))
+        return page("accounts/login.html", 403, form=form, next=next_url)
     sign_in(user, remember=bool(form.remember.data))
     return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
 

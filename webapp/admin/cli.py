@@ -1,16 +1,14 @@
-"""`flask users grant-admin EMAIL` and `flask users revoke-admin EMAIL`."""
+"""`flask users grant-admin EMAIL` and `flask users revoke-admin EMAIL` (on the
+app's one `flask users` group, webapp.cli)."""
 
 from __future__ import annotations
 
 import click
-from flask import Flask
-from flask.cli import AppGroup
 
 from webapp import actors
 from webapp.admin import grants
+from webapp.cli import users_cli
 from webapp.tenants import DEFAULT_TENANT
-
-users_cli = AppGroup("users", help="Accounts: who may enter the operations console.")
 
 
 def _set(email: str, admin: bool, tenant: str) -> None:
@@ -36,13 +34,3 @@ def grant_admin(email: str, tenant: str) -> None:
 def revoke_admin(email: str, tenant: str) -> None:
     """Take the operations console away from an account."""
     _set(email, False, tenant)
-
-
-def init_app(app: Flask) -> None:
-    # Another feature may own a `users` group too: join it instead of replacing it.
-    existing = app.cli.commands.get("users")  # type: ignore[attr-defined]
-    if isinstance(existing, click.Group) and existing is not users_cli:
-        for command in users_cli.commands.values():
-            existing.add_command(command)
-    else:
-        app.cli.add_command(users_cli)

@@ -10,6 +10,7 @@ error of a submit at once (docs/accounts.md, "Forms and accessibility").
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from flask import (
@@ -50,11 +51,13 @@ class View:
     form: Form | None = None  # the answered section's form: what was typed, what is wrong
     success: str | None = None  # the answered section's success message
     oob: tuple[str, ...] = ()
+    # The empty form of a section that was not submitted (the screen's own).
+    blank: Callable[[str, bool], Form] = forms.blank
 
     def form_for(self, section: str) -> Form:
         if section == self.section and self.form is not None:
             return self.form
-        return forms.blank(section, self.user.deletion_requested)
+        return self.blank(section, self.user.deletion_requested)
 
     def success_for(self, section: str) -> str | None:
         return self.success if section == self.section else None
@@ -90,37 +93,78 @@ def respond(view: View, status: int = 200) -> Response:
     )
 
 
+@dataclass(frozen=True)
+class Screen:
+    """A screen made of sections (the profile, the privacy center): how it
+    answers, and its sections' empty forms. The danger zone runs on either."""
+
+    respond: Callable[[View, int], Response]
+    blank: Callable[[str, bool], Form] = forms.blank
+
+    def view(self, user: User, section: str | None, form: Form | None = None, **kw: object) -> View:
+        return View(user, section, form, blank=self.blank, **kw)  # type: ignore[arg-type]
+
+
+PROFILE = Screen(lambda view, status: respond(view, status))
+
+
 def outcome_response(
-    section: str, outcome: Outcome, form: Form | None = None, oob: tuple[str, ...] = ()
+    section: str,
+    outcome: Outcome,
+    form: Form | None = None,
+    oob: tuple[str, ...] = (),
+    screen: Screen = PROFILE,
 ) -> Response:
     user = _me()
     if outcome.ok:  # the section comes back empty, with its message
-        return respond(View(user, section, success=_text(outcome), oob=oob))
-    form = form or forms.blank(section, user.deletion_requested)
+        return screen.respond(screen.view(user, section, success=_text(outcome), oob=oob), 200)
+    form = form or screen.blank(section, user.deletion_requested)
     form.add_error(outcome.field, _text(outcome))
-    return respond(View(user, section, form), outcome.status or 422)
+    return screen.respond(screen.view(user, section, form), outcome.status or 422)
 
 
-def limited(section: str, form: Form) -> Response:
+def limited(section: str, form: Form, screen: Screen = PROFILE) -> Response:
     form.add_error(None, gettext("auth.errors.tooManyAttempts"))
-    return respond(View(_me(), section, form), 429)
+    return screen.respond(screen.view(_me(), section, form), 429)
 
 
 def password_check_allowed() -> bool:
     return ratelimit.hit("password-check", current_user.id)
 
 
-def rejected(section: str, form: Form) -> Response:
+def rejected(section: str, form: Form, screen: Screen = PROFILE) -> Response:
     """422 with every error of the submit at once. A current password that was
     given is checked too (rate limited like any check), so its error comes with
     the others instead of after the next submit."""
     current = form["current_password"]
     if current.data and not current.errors:
         if not password_check_allowed():
-            return limited(section, form)
+            return limited(section, form, screen)
         if not check_password(_me(), current.data):
             form.add_error("current_password", gettext(INVALID_CREDENTIALS))
-    return respond(View(_me(), section, form), 422)
+    return screen.respond(screen.view(_me(), section, form), 422)
+
+
+def request_deletion(screen: Screen) -> Response:
+    """The danger zone's *Delete account*, answered on `screen` (profile or privacy)."""
+    if _me().deletion_requested:  # a second tab: the section now offers Cancel
+        return outcome_response(
+            "danger", Outcome.error("profile.danger.alreadyRequested"), screen=screen
+        )
+    form = forms.DeleteForm(request.form)
+    if not form.validate():
+        return rejected("danger", form, screen)
+    if not password_check_allowed():
+        return limited("danger", form, screen)
+    outcome = commands.request_deletion(current_user, form.current_password.data)
+    if outcome.ok and outcome.session_token:
+        refresh_session(_me())  # every other session ends; this one stays to cancel
+    return outcome_response("danger", outcome, form, screen=screen)
+
+
+def cancel_deletion_on(screen: Screen) -> Response:
+    """The danger zone's *Cancel deletion*, answered on `screen`."""
+    return outcome_response("danger", commands.cancel_deletion(current_user), screen=screen)
 
 
 @bp.get("")
@@ -164,23 +208,13 @@ def email() -> Response:
 @bp.post("/delete")
 @login_required
 def delete() -> Response:
-    if _me().deletion_requested:  # a second tab: the section now offers Cancel
-        return outcome_response("danger", Outcome.error("profile.danger.alreadyRequested"))
-    form = forms.DeleteForm(request.form)
-    if not form.validate():
-        return rejected("danger", form)
-    if not password_check_allowed():
-        return limited("danger", form)
-    outcome = commands.request_deletion(current_user, form.current_password.data)
-    if outcome.ok and outcome.session_token:
-        refresh_session(_me())  # every other session ends; this one stays to cancel
-    return outcome_response("danger", outcome, form)
+    return request_deletion(PROFILE)
 
 
 @bp.post("/cancel-deletion")
 @login_required
 def cancel_deletion() -> Response:
-    return outcome_response("danger", commands.cancel_deletion(current_user))
+    return cancel_deletion_on(PROFILE)
 
 
 @bp.post("/resend-verification")

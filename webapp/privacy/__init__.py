@@ -1,0 +1,32 @@
+"""The privacy center: export your data, see your own activity, restrict
+processing, delete (also signed out). See docs/privacy.md."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from webapp.privacy import (
+    cli,
+    export_workflow,
+    jobs,
+    projection,
+    public_views,
+    tables,
+    views,
+)
+
+del jobs, tables  # imported for their registrations (the jobs, the tables)
+
+_registered = False
+
+
+def init_app(app: Flask) -> None:
+    """Register this feature's projections, workflow, jobs, routes and commands."""
+    global _registered
+    if not _registered:
+        projection.register()
+        _registered = True
+    export_workflow.register()
+    app.register_blueprint(views.bp)
+    app.register_blueprint(public_views.bp)
+    cli.init_app(app)

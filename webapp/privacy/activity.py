@@ -1,0 +1,172 @@
+"""Your activity: what happened on the account, in plain words, newest first,
+20 a page with keyset paging.
+
+Two sources, merged by time: the events of the user's own stream (what they
+did, or what was done to their account) and the mails recorded for them in the
+outbox ("Verification email sent"). Only types with a plain-words text are
+listed; internal bookkeeping (a password hash upgraded to new cost parameters,
+a deletion link's binding) is left out, and a raw type is never shown.
+
+The cursor names the last entry shown: `<microseconds since 1970>-<source>-<id>`
+(source 1 = mail, 0 = event; ties in time are broken by source, then id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flask_babel import lazy_gettext
+from sqlalchemy import Connection, and_, or_, select
+
+from webapp.accounts import events as account_events
+from webapp.accounts import mails as account_mails
+from webapp.accounts.users import User
+from webapp.eventstore.tables import events
+from webapp.mail.outbox.tables import mail_outbox
+from webapp.privacy import events as ev
+from webapp.privacy import mails
+
+PAGE = 20
+EVENT, MAIL = 0, 1
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# event type -> what the person did or what happened to their account
+EVENT_TEXTS = {
+    account_events.REGISTERED: "privacy.activity.registered",
+    account_events.EMAIL_CHANGED: "privacy.activity.emailChanged",
+    account_events.EMAIL_VERIFIED: "privacy.activity.emailVerified",
+    account_events.EMAIL_CHANGE_REVERTED: "privacy.activity.emailChangeReverted",
+    account_events.PASSWORD_CHANGED: "privacy.activity.passwordChanged",
+    account_events.PASSWORD_RESET_REQUESTED: "privacy.activity.passwordResetRequested",
+    account_events.PASSWORD_RESET: "privacy.activity.passwordReset",
+    account_events.LANGUAGE_CHANGED: "privacy.activity.languageChanged",
+    account_events.SESSIONS_REVOKED: "privacy.activity.sessionsRevoked",
+    account_events.DELETION_REQUESTED: "privacy.activity.deletionRequested",
+    account_events.DELETION_CANCELLED: "privacy.activity.deletionCancelled",
+    ev.EXPORT_REQUESTED: "privacy.activity.exportRequested",
+    ev.EXPORT_COMPLETED: "privacy.activity.exportCompleted",
+    ev.EXPORT_FAILED: "privacy.activity.exportFailed",
+    ev.RESTRICTED: "privacy.activity.restricted",
+    ev.RESTRICTION_LIFTED: "privacy.activity.restrictionLifted",
+}
+
+# outbox kind -> the mail we sent
+MAIL_TEXTS = {
+    account_mails.VERIFICATION: "privacy.activity.mail.verification",
+    account_mails.VERIFICATION_RESEND: "privacy.activity.mail.verification",
+    account_mails.VERIFICATION_REMINDER: "privacy.activity.mail.verification",
+    account_mails.EMAIL_CHANGED: "privacy.activity.mail.emailChanged",
+    account_mails.PASSWORD_CHANGED: "privacy.activity.mail.passwordChanged",
+    account_mails.PASSWORD_RESET: "privacy.activity.mail.passwordReset",
+    account_mails.REGISTRATION_ATTEMPT: "privacy.activity.mail.registrationAttempt",
+    account_mails.DELETION_REQUESTED: "privacy.activity.mail.deletionRequested",
+    account_mails.DELETION_CANCELLED: "privacy.activity.mail.deletionCancelled",
+    account_mails.RESTRICTED: "privacy.activity.mail.restricted",
+    account_mails.RESTRICTION_LIFTED: "privacy.activity.mail.restrictionLifted",
+    mails.EXPORT_READY: "privacy.activity.mail.exportReady",
+    mails.EXPORT_FAILED: "privacy.activity.mail.exportFailed",
+    mails.DELETION_LINK: "privacy.activity.mail.deletionLink",
+}
+
+
+@dataclass(frozen=True)
+class Cursor:
+    at: datetime
+    source: int
+    id: int
+
+    def __str__(self) -> str:
+        micros = (self.at - EPOCH) // timedelta(microseconds=1)
+        return f"{micros}-{self.source}-{self.id}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    text: str
+    at: datetime
+    key: Cursor
+
+
+@dataclass(frozen=True)
+class Page:
+    entries: list[Entry]
+    next_before: str | None  # the cursor of the next page, None at the end
+
+
+def parse_before(raw: str | None) -> Cursor | None:
+    """The `before` cursor from a query string, or None; ValueError when malformed."""
+    if raw is None or raw == "":
+        return None
+    parts = raw.split("-")
+    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 18 for p in parts):
+        raise ValueError("malformed cursor")
+    micros, source, ident = (int(p) for p in parts)
+    if source not in (EVENT, MAIL):
+        raise ValueError("malformed cursor")
+    return Cursor(EPOCH + timedelta(microseconds=micros), source, ident)
+
+
+def _older(at: Any, ident: Any, source: int, before: Cursor | None) -> Any:
+    """Entries of `source` that come after the cursor in newest-first order."""
+    if before is None:
+        return True
+    if source == before.source:
+        return or_(at < before.at, and_(at == before.at, ident < before.id))
+    # same instant: mails (1) are listed before events (0)
+    return at < before.at if source > before.source else at <= before.at
+
+
+def _events(conn: Connection, user: User, before: Cursor | None) -> list[Entry]:
+    c = events.c
+    rows = conn.execute(
+        select(c.version, c.type, c.recorded_at)
+        .where(
+            c.tenant_id == user.tenant_id,
+            c.aggregate_type == account_events.AGGREGATE,
+            c.aggregate_id == user.id,
+            c.type.in_(list(EVENT_TEXTS)),
+            _older(c.recorded_at, c.version, EVENT, before),
+        )
+        .order_by(c.recorded_at.desc(), c.version.desc())
+        .limit(PAGE + 1)
+    )
+    return [
+        Entry(
+            str(lazy_gettext(EVENT_TEXTS[r.type])),
+            r.recorded_at,
+            Cursor(r.recorded_at, EVENT, r.version),
+        )
+        for r in rows
+    ]
+
+
+def _mails(conn: Connection, user: User, before: Cursor | None) -> list[Entry]:
+    c = mail_outbox.c
+    rows = conn.execute(
+        select(c.id, c.kind, c.created_at)
+        .where(
+            c.tenant_id == user.tenant_id,
+            c.user_id == user.id,
+            c.kind.in_(list(MAIL_TEXTS)),
+            _older(c.created_at, c.id, MAIL, before),
+        )
+        .order_by(c.created_at.desc(), c.id.desc())
+        .limit(PAGE + 1)
+    )
+    return [
+        Entry(str(lazy_gettext(MAIL_TEXTS[r.kind])), r.created_at, Cursor(r.created_at, MAIL, r.id))
+        for r in rows
+    ]
+
+
+def page(conn: Connection, user: User, before: Cursor | None = None) -> Page:
+    merged = sorted(
+        [*_events(conn, user, before), *_mails(conn, user, before)],
+        key=lambda e: (e.key.at, e.key.source, e.key.id),
+        reverse=True,
+    )
+    shown = merged[:PAGE]
+    more = len(merged) > PAGE
+    return Page(shown, str(shown[-1].key) if more else None)

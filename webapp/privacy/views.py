@@ -1,0 +1,262 @@
+"""The privacy center, `/privacy`: Export, Your activity, Restrict processing and
+Delete account, each its own section answered alone to htmx (webapp/pages.py
+decides) and as the whole page without JavaScript.
+
+*Delete account* is the profile's danger zone itself: the same template
+(`profile/_danger.html`) and the same view code (`profile.views.request_deletion`
+and `cancel_deletion_on`), answered on this screen.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from flask import (
+    Blueprint,
+    Response,
+    flash,
+    make_response,
+    redirect,
+    render_template,
+    request,
+    send_file,
+    url_for,
+)
+from flask_babel import gettext
+from flask_login import current_user, login_required
+from werkzeug.exceptions import HTTPException
+
+from webapp import db, pages
+from webapp import forms as forms_core
+from webapp.accounts import ratelimit, users
+from webapp.accounts.commands import GENERIC, Outcome
+from webapp.accounts.session import sign_out
+from webapp.accounts.users import User
+from webapp.privacy import activity, downloads, exports, forms, restriction
+from webapp.privacy.export_workflow import folder
+from webapp.profile import views as profile_views
+from webapp.profile.views import Screen, View
+
+log = logging.getLogger(__name__)
+bp = Blueprint("privacy", __name__, url_prefix="/privacy")
+
+
+def _me() -> User:
+    with db.reading() as conn:
+        user = users.get_user(conn, current_user.id)
+    if user is None:
+        raise LookupError("signed-in user has no row")
+    return user
+
+
+def _danger() -> dict[str, str]:
+    return {
+        "id": "privacy-delete",
+        "title": gettext("privacy.delete.title"),
+        "delete_url": url_for("privacy.delete"),
+        "cancel_url": url_for("privacy.cancel_deletion"),
+    }
+
+
+def respond(view: View, status: int = 200, live: str | None = None) -> Response:
+    """The privacy page or one of its sections."""
+    section = view.section
+    fragment = {
+        None: None,
+        "danger": "profile/_danger.html",
+    }.get(section, f"privacy/_{section}.html")
+    try:
+        before = activity.parse_before(request.args.get("before"))
+    except ValueError:
+        before = None
+    with db.reading() as conn:
+        job = exports.latest(conn, view.user)
+        entries = activity.page(conn, view.user, before)
+    ready = job is not None and downloads.check(job, folder()) == downloads.OK
+    return pages.render(
+        "privacy/page.html",
+        fragment,
+        success=live or view.success,
+        has_errors=forms_core.has_errors(view.form),
+        status=status,
+        v=view,
+        user=view.user,
+        export_job=job,
+        export_ready=ready,
+        activity=entries,
+        danger=_danger(),
+    )
+
+
+PRIVACY = Screen(respond, forms.blank)
+
+
+def _outcome(section: str, outcome: Outcome, form: forms.Form | None = None) -> Response:
+    return profile_views.outcome_response(section, outcome, form, screen=PRIVACY)
+
+
+@bp.get("")
+@login_required
+def show() -> Response:
+    return respond(PRIVACY.view(_me(), None))
+
+
+@bp.get("/export")
+@login_required
+def export_status() -> Response:
+    """The section as it is now: htmx polls it every 2 s while the export is
+    being prepared; without JavaScript the Refresh link loads the page."""
+    me = _me()
+    live = None
+    if request.args.get("poll") and forms_core.is_fragment():
+        with db.reading() as conn:
+            job = exports.latest(conn, me)
+        if job is not None and job.active:
+            # Unchanged: 204 swaps nothing (htmx-config), so focus stays and the
+            # status is not re-announced; the polling goes on.
+            resp = make_response("", 204)
+            resp.vary.add("HX-Request")
+            return resp
+        if job is not None:  # just finished: announce it
+            live = gettext(
+                "privacy.export.ready" if job.status == "done" else "privacy.export.failed"
+            )
+    return respond(PRIVACY.view(me, "export"), live=live)
+
+
+@bp.post("/export")
+@login_required
+def export_request() -> Response:
+    outcome = exports.request_export(_me())
+    if not outcome.ok:
+        return _outcome("export", outcome, forms.ExportForm())
+    return respond(PRIVACY.view(_me(), "export"), live=gettext("privacy.export.pending"))
+
+
+@bp.get("/exports/<job_id>/download")
+@login_required
+def download(job_id: str) -> Response:
+    me = _me()
+    client = downloads.Client(ratelimit.client_ip(), request.headers.get("User-Agent", ""))
+    with db.transaction() as conn:
+        job = exports.owned(conn, job_id, me)  # another user's job: exactly like none
+        result = downloads.check(job, folder())
+        downloads.record(conn, job, "job", result, client, me.tenant_id, me.id)
+    if result != downloads.OK or job is None or job.file_name is None:
+        return not_available(result)
+    return export_file(folder() / job.file_name, job.id)
+
+
+def not_available(result: str) -> Response:
+    key = {
+        downloads.EXPIRED: "privacy.download.expired",
+        downloads.UNAVAILABLE: "privacy.download.unavailable",
+    }.get(result, "privacy.download.notFound")
+    return make_response(render_template("error.html", message=gettext(key)), 404)
+
+
+def export_file(path: Path, job_id: str) -> Response:
+    resp = send_file(
+        path,
+        mimetype="application/zip",
+        as_attachment=True,
+        download_name=f"data-export-{job_id}.zip",
+        max_age=0,
+    )
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+@bp.get("/activity")
+@login_required
+def activity_more() -> Response:
+    """The next page of Your activity: the items alone for htmx (appended in
+    place of the Show more button), else the page from that point on."""
+    try:
+        before = activity.parse_before(request.args.get("before"))
+    except ValueError:
+        return make_response(
+            render_template("error.html", message=gettext("privacy.activity.badCursor")), 400
+        )
+    me = _me()
+    if not forms_core.is_fragment():
+        target = url_for("privacy.show", before=request.args.get("before"))
+        return redirect(target + "#privacy-activity")  # type: ignore[return-value]
+    with db.reading() as conn:
+        entries = activity.page(conn, me, before)
+    resp = make_response(
+        render_template("privacy/_activity_items.html", activity=entries, appended=True)
+    )
+    resp.vary.add("HX-Request")
+    return resp
+
+
+@bp.post("/restrict")
+@login_required
+def restrict() -> Response:
+    form = forms.RestrictForm(request.form)
+    if not form.validate():
+        return profile_views.rejected("restrict", form, PRIVACY)
+    if not profile_views.password_check_allowed():
+        return profile_views.limited("restrict", form, PRIVACY)
+    outcome = restriction.restrict(_me(), form.current_password.data)
+    if not outcome.ok:
+        return _outcome("restrict", outcome, form)
+    sign_out()  # its sign-in row is gone already; drop the cookies too
+    flash(restriction.RESTRICTED_TEXT)
+    target = url_for("accounts.login")
+    if forms_core.is_fragment():
+        resp = make_response("", 200)
+        resp.headers["HX-Redirect"] = target
+        return resp
+    return redirect(target)  # type: ignore[return-value]
+
+
+@bp.post("/delete")
+@login_required
+def delete() -> Response:
+    return profile_views.request_deletion(PRIVACY)
+
+
+@bp.post("/cancel-deletion")
+@login_required
+def cancel_deletion() -> Response:
+    return profile_views.cancel_deletion_on(PRIVACY)
+
+
+@bp.after_request
+def _no_store(resp: Response) -> Response:
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+SECTION_OF = {
+    "export_request": "export",
+    "export_status": "export",
+    "restrict": "restrict",
+    "delete": "danger",
+    "cancel_deletion": "danger",
+}
+
+
+@bp.errorhandler(Exception)
+def _unexpected(exc: Exception) -> Response | HTTPException:
+    """A bug or an outage: the section says so (nothing typed is lost on the
+    page), never a blank swap; other screens get the error page."""
+    if isinstance(exc, HTTPException):
+        return exc
+    log.exception("privacy request failed", exc_info=exc)
+    endpoint = (request.endpoint or "").rsplit(".", 1)[-1]
+    section = SECTION_OF.get(endpoint)
+    try:
+        user = _me()
+    except Exception:
+        section = None
+    if section is None:
+        return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
+    form = forms.blank(section, user.deletion_requested)
+    form.add_error(None, gettext(GENERIC))
+    resp = respond(PRIVACY.view(user, section, form), 500)
+    resp.headers["X-Section-Fragment"] = "1"  # static/app.js lets htmx swap this 500
+    return resp
