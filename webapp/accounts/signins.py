@@ -17,8 +17,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, Connection, and_, delete, insert, select
 
 from webapp import clock, db
-from webapp.accounts.tables import user_sessions
-from webapp.accounts.users import User
+from webapp.accounts.tables import user_sessions, users
+from webapp.accounts.users import User, from_row
+from webapp.tenants import DEFAULT_TENANT
 
 LIFETIME = timedelta(days=30)  # as long as the remember-me cookie
 
@@ -54,14 +55,23 @@ def start(user: User) -> str:
     return secret
 
 
-def is_live(conn: Connection, user: User, secret: str) -> bool:
-    row = conn.execute(
-        select(user_sessions.c.expires_at).where(
-            user_sessions.c.digest == _digest(secret),
-            _of_user(user.tenant_id, user.id),
+def live_user(
+    conn: Connection, user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
+) -> User | None:
+    """The user, if `secret` names a live sign-in of theirs (its row exists and
+    has not expired): one statement, the session check of every signed-in request."""
+    u, s = users, user_sessions
+    r = conn.execute(
+        select(u)
+        .join(s, and_(s.c.tenant_id == u.c.tenant_id, s.c.user_id == u.c.id))
+        .where(
+            u.c.tenant_id == tenant_id,
+            u.c.id == user_id,
+            s.c.digest == _digest(secret),
+            s.c.expires_at > clock.now(),
         )
     ).first()
-    return row is not None and row.expires_at > clock.now()
+    return from_row(r) if r else None
 
 
 def end(user: User, secret: str) -> None:

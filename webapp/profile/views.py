@@ -30,7 +30,7 @@ from webapp import forms as forms_core
 from webapp.accounts import profile_commands as commands
 from webapp.accounts import ratelimit, users
 from webapp.accounts.commands import GENERIC, INVALID_CREDENTIALS, Outcome, check_password
-from webapp.accounts.session import refresh_session
+from webapp.accounts.session import refresh_session, signed_in_user
 from webapp.accounts.users import User
 from webapp.forms import Form
 from webapp.profile import forms
@@ -60,8 +60,9 @@ class View:
         return self.success if section == self.section else None
 
 
-def _me() -> User:
-    # Re-read: the session's copy was loaded before this request's own change.
+def _reread() -> User:
+    """The user's row read again, after this request changed it (the session's
+    copy, `signed_in_user()`, was loaded before the change)."""
     with db.reading() as conn:
         user = users.get_user(conn, current_user.id)
     if user is None:
@@ -93,7 +94,7 @@ def respond(view: View, status: int = 200) -> Response:
 def outcome_response(
     section: str, outcome: Outcome, form: Form | None = None, oob: tuple[str, ...] = ()
 ) -> Response:
-    user = _me()
+    user = _reread()
     if outcome.ok:  # the section comes back empty, with its message
         return respond(View(user, section, success=_text(outcome), oob=oob))
     form = form or forms.blank(section, user.deletion_requested)
@@ -103,7 +104,7 @@ def outcome_response(
 
 def limited(section: str, form: Form) -> Response:
     form.add_error(None, gettext("auth.errors.tooManyAttempts"))
-    return respond(View(_me(), section, form), 429)
+    return respond(View(signed_in_user(), section, form), 429)
 
 
 def password_check_allowed() -> bool:
@@ -118,15 +119,15 @@ def rejected(section: str, form: Form) -> Response:
     if current.data and not current.errors:
         if not password_check_allowed():
             return limited(section, form)
-        if not check_password(_me(), current.data):
+        if not check_password(signed_in_user(), current.data):
             form.add_error("current_password", gettext(INVALID_CREDENTIALS))
-    return respond(View(_me(), section, form), 422)
+    return respond(View(signed_in_user(), section, form), 422)
 
 
 @bp.get("")
 @login_required
 def show() -> Response:
-    view = View(_me())
+    view = View(signed_in_user())  # loaded once, by the session check
     for key in get_flashed_messages():
         if key == "profile.account.languageSaved":
             view.section, view.success = "account", gettext(key)
@@ -145,7 +146,7 @@ def password() -> Response:
         current_user, form.current_password.data, form.new_password.data
     )
     if outcome.ok and outcome.session_token:
-        refresh_session(_me())
+        refresh_session(_reread())
     return outcome_response("password", outcome, form)
 
 
@@ -164,7 +165,7 @@ def email() -> Response:
 @bp.post("/delete")
 @login_required
 def delete() -> Response:
-    if _me().deletion_requested:  # a second tab: the section now offers Cancel
+    if signed_in_user().deletion_requested:  # a second tab: the section now offers Cancel
         return outcome_response("danger", Outcome.error("profile.danger.alreadyRequested"))
     form = forms.DeleteForm(request.form)
     if not form.validate():
@@ -173,7 +174,7 @@ def delete() -> Response:
         return limited("danger", form)
     outcome = commands.request_deletion(current_user, form.current_password.data)
     if outcome.ok and outcome.session_token:
-        refresh_session(_me())  # every other session ends; this one stays to cancel
+        refresh_session(_reread())  # every other session ends; this one stays to cancel
     return outcome_response("danger", outcome, form)
 
 
@@ -186,7 +187,7 @@ def cancel_deletion() -> Response:
 @bp.post("/resend-verification")
 @login_required
 def resend_verification() -> Response:
-    me = _me()
+    me = signed_in_user()
     outcome = commands.resend_verification(me)
     if outcome.key.startswith("profile.account.resendLimit."):
         form = forms.blank("account", me.deletion_requested)
@@ -200,7 +201,7 @@ def resend_verification() -> Response:
 def sessions() -> Response:
     outcome = commands.revoke_other_sessions(current_user)
     if outcome.session_token:
-        refresh_session(_me())
+        refresh_session(_reread())
     return outcome_response("account", outcome)
 
 
@@ -219,7 +220,7 @@ def language() -> Response:
         resp.headers["HX-Refresh"] = "true"
         resp.vary.add("HX-Request")
         return resp
-    refresh_session(_me())  # the page renders in the new language
+    refresh_session(_reread())  # the page renders in the new language
     refresh()
     return outcome_response("account", outcome)
 
@@ -242,7 +243,7 @@ def _unexpected(exc: Exception) -> Response:
         "language": "account",
     }.get(section, section)
     try:
-        user = _me()
+        user = _reread()
     except Exception:
         return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
     if section not in SECTIONS:
