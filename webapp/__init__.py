@@ -7,9 +7,23 @@ import uuid
 from typing import Any
 
 from flask import Flask, g, request
+from htmx_flask import Htmx
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from webapp import app_modules, db, logs, static_files
+from webapp import (
+    app_modules,
+    cli,
+    core_views,
+    db,
+    features,
+    forms,
+    logs,
+    security,
+    static_files,
+)
 from webapp.config import ROOT, Config
+from webapp.eventstore import projections
+from webapp.jobs.queue import request_dispatch
 
 log = logging.getLogger(__name__)
 
@@ -36,17 +50,10 @@ def create_app(config: Config | None = None) -> Flask:
         REMEMBER_COOKIE_SECURE=config.session_cookie_secure,
     )
     db.init_engine(config.database_url)
-    from webapp.jobs.queue import request_dispatch
-
     # After any commit that appended events: one (deduplicated) projection dispatch.
     db.on_after_commit(request_dispatch)
 
-    from htmx_flask import Htmx
-
     Htmx(app)
-
-    from webapp import cli, core_views, features, forms, security
-
     security.init_app(app)  # before any feature, so none depends on the order
 
     cli.init_app(app)
@@ -58,16 +65,25 @@ def create_app(config: Config | None = None) -> Flask:
     # The application's own workflows (WORKFLOW_MODULES), in every process.
     app_modules.load(app, config.workflow_modules)
     _mount_projections()
+    if not config.testing:  # tests build an app per test: they compile on demand
+        _compile_templates(app)
     return app
+
+
+def _compile_templates(app: Flask) -> None:
+    """Compile every template now, once per process, instead of in the first
+    requests of each worker. Not when templates reload on change (debug): then
+    Jinja checks each file's mtime per render anyway."""
+    env = app.jinja_env
+    if env.auto_reload:
+        return
+    for name in env.list_templates(extensions=("html",)):
+        env.get_template(name)
 
 
 def _mount_projections() -> None:
     """Create missing projection cursors now, so a projection that starts from
     `now` starts from when it was mounted, not from its first dispatch."""
-    from sqlalchemy.exc import OperationalError, ProgrammingError
-
-    from webapp.eventstore import projections
-
     try:
         projections.ensure_cursors()
     except (OperationalError, ProgrammingError):

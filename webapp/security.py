@@ -39,14 +39,23 @@ def init_app(app: Flask) -> None:
     _error_pages(app)
 
 
+# Every answer's headers, built once (a view may set its own first).
+HEADERS = (
+    ("Content-Security-Policy", CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "same-origin"),
+)
+
+
 def _headers(app: Flask) -> None:
     @app.after_request
     def _set(resp: Response) -> Response:
-        resp.headers.setdefault("Content-Security-Policy", CSP)
-        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
-        resp.headers.setdefault("X-Frame-Options", "DENY")
-        resp.headers.setdefault("Referrer-Policy", "same-origin")
-        if request.headers.get("HX-Request") is not None or "HX-Request" in resp.vary:
+        headers = resp.headers
+        for name, value in HEADERS:
+            if name not in headers:
+                headers[name] = value
+        if "HX-Request" in request.headers or "HX-Request" in resp.vary:
             resp.vary.add("HX-Request")
         return resp
 
