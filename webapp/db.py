@@ -170,6 +170,19 @@ def after_commit(conn: Connection, fn: Callable[[], None]) -> None:
     conn.info.setdefault("after_commit", []).append(fn)
 
 
+def ping() -> None:
+    """One statement on a pooled connection, outside any transaction: the
+    health check's proof that the database answers."""
+    raw = get_engine().raw_connection()
+    try:
+        cur = raw.cursor()
+        cur.execute("SELECT 1")
+        cur.fetchone()
+        cur.close()
+    finally:
+        raw.close()
+
+
 @contextmanager
 def reading() -> Iterator[Connection]:
     """A read-only connection (deferred transaction, rolled back at the end)."""

@@ -14,7 +14,7 @@ import hashlib
 import secrets
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, and_, delete, insert, select
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, insert, select
 
 from webapp import clock, db
 from webapp.accounts.tables import user_sessions, users
@@ -55,22 +55,27 @@ def start(user: User) -> str:
     return secret
 
 
+# The session check of every signed-in request, built once: the user, if the
+# browser's secret names a live sign-in of theirs (row there, not expired).
+_u, _s = users, user_sessions
+_LIVE_USER = (
+    select(_u)
+    .join(_s, and_(_s.c.tenant_id == _u.c.tenant_id, _s.c.user_id == _u.c.id))
+    .where(
+        _u.c.tenant_id == bindparam("tenant_id"),
+        _u.c.id == bindparam("user_id"),
+        _s.c.digest == bindparam("digest"),
+        _s.c.expires_at > bindparam("now", type_=_s.c.expires_at.type),
+    )
+)
+
+
 def live_user(
     conn: Connection, user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
 ) -> User | None:
-    """The user, if `secret` names a live sign-in of theirs (its row exists and
-    has not expired): one statement, the session check of every signed-in request."""
-    u, s = users, user_sessions
-    r = conn.execute(
-        select(u)
-        .join(s, and_(s.c.tenant_id == u.c.tenant_id, s.c.user_id == u.c.id))
-        .where(
-            u.c.tenant_id == tenant_id,
-            u.c.id == user_id,
-            s.c.digest == _digest(secret),
-            s.c.expires_at > clock.now(),
-        )
-    ).first()
+    """The user, if `secret` names a live sign-in of theirs: one statement."""
+    params = {"tenant_id": tenant_id, "user_id": user_id, "digest": _digest(secret)}
+    r = conn.execute(_LIVE_USER, {**params, "now": clock.now()}).first()
     return from_row(r) if r else None
 
 

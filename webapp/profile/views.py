@@ -16,14 +16,17 @@ from flask import (
     Blueprint,
     Flask,
     Response,
+    current_app,
     flash,
     get_flashed_messages,
     make_response,
     render_template,
     request,
+    session,
 )
-from flask_babel import format_date, gettext, refresh
+from flask_babel import format_date, get_locale, gettext, refresh
 from flask_login import current_user, login_required
+from markupsafe import Markup
 
 from webapp import db, pages
 from webapp import forms as forms_core
@@ -34,6 +37,7 @@ from webapp.accounts.session import refresh_session, signed_in_user
 from webapp.accounts.users import User
 from webapp.forms import Form
 from webapp.profile import forms
+from webapp.render_cache import RenderCache
 
 log = logging.getLogger(__name__)
 bp = Blueprint("profile", __name__, url_prefix="/profile")
@@ -77,8 +81,9 @@ def _text(outcome: Outcome) -> str:
     return gettext(outcome.key, **params)
 
 
-def respond(view: View, status: int = 200) -> Response:
-    """The profile's page or one section of it (webapp/pages.py decides which)."""
+def respond(view: View, status: int = 200, sections: Markup | None = None) -> Response:
+    """The profile's page or one section of it (webapp/pages.py decides which).
+    `sections`: the four sections already rendered (a plain GET, `_blank_sections`)."""
     return pages.render(
         "profile/page.html",
         f"profile/_{view.section}.html" if view.section else None,
@@ -88,7 +93,33 @@ def respond(view: View, status: int = 200) -> Response:
         status=status,
         v=view,
         user=view.user,
+        sections=sections,
     )
+
+
+# The four sections as a plain GET shows them (nothing submitted, no banner):
+# one rendering per browser session, at most this many sessions per process.
+BLANK_SECTIONS = RenderCache(size=1000)
+
+
+def _blank_sections(view: View) -> Markup | None:
+    """Kept per browser session (the session's CSRF secret, which the forms'
+    tokens are signed from) and rendered again when the account's version (every
+    event of the account moves it), the language or the kind of request (htmx:
+    no autofocus) changes. None before the session has a CSRF secret: the
+    page's own render makes one."""
+    csrf_secret = session.get(current_app.config["WTF_CSRF_FIELD_NAME"])
+    if not csrf_secret:
+        return None
+    user = view.user
+    owner = (user.tenant_id, user.id, csrf_secret, forms_core.is_fragment())
+
+    def render() -> Markup:
+        return Markup(
+            render_template("profile/_sections.html", v=view, user=user, page_has_errors=False)
+        )
+
+    return BLANK_SECTIONS.get_or_render(owner, (user.version, str(get_locale())), render)
 
 
 def outcome_response(
@@ -131,7 +162,7 @@ def show() -> Response:
     for key in get_flashed_messages():
         if key == "profile.account.languageSaved":
             view.section, view.success = "account", gettext(key)
-    return respond(view)
+    return respond(view, sections=None if view.success else _blank_sections(view))
 
 
 @bp.post("/password")
