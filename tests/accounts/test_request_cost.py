@@ -16,7 +16,6 @@ from sqlalchemy import event
 
 from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register
 from webapp import db
-from webapp.profile.views import BLANK_SECTIONS
 
 # A signed-in GET /profile: the session check, which reads the user together
 # with the browser's sign-in row. SQLite adds its BEGIN (a read transaction).
@@ -46,8 +45,10 @@ def real(sql: list[str]) -> list[str]:
     return [s for s in sql if not s.startswith("BEGIN")]
 
 
-def test_get_profile_loads_the_user_once_in_one_statement(client: FlaskClient, user: Any) -> None:
-    BLANK_SECTIONS.clear()
+def test_get_profile_loads_the_user_once_in_one_statement(
+    app: Any, client: FlaskClient, user: Any
+) -> None:
+    app.extensions["profile.blank_sections"].clear()
     for htmx in (False, True, False):  # first render, htmx request, kept sections
         with statements() as sql:
             resp = client.get("/profile", headers={"HX-Request": "true"} if htmx else {})

@@ -98,8 +98,9 @@ def respond(view: View, status: int = 200, sections: Markup | None = None) -> Re
 
 
 # The four sections as a plain GET shows them (nothing submitted, no banner):
-# one rendering per browser session, at most this many sessions per process.
-BLANK_SECTIONS = RenderCache(size=1000)
+# one rendering per browser session, at most this many sessions per process
+# (about 7 KB each). One cache per app: the sections show its configuration.
+KEPT_SESSIONS = 1000
 
 
 def _blank_sections(view: View) -> Markup | None:
@@ -119,7 +120,8 @@ def _blank_sections(view: View) -> Markup | None:
             render_template("profile/_sections.html", v=view, user=user, page_has_errors=False)
         )
 
-    return BLANK_SECTIONS.get_or_render(owner, (user.version, str(get_locale())), render)
+    kept: RenderCache = current_app.extensions["profile.blank_sections"]
+    return kept.get_or_render(owner, (user.version, str(get_locale())), render)
 
 
 def outcome_response(
@@ -287,4 +289,5 @@ def _unexpected(exc: Exception) -> Response:
 
 
 def init_app(app: Flask) -> None:
+    app.extensions["profile.blank_sections"] = RenderCache(size=KEPT_SESSIONS)
     app.register_blueprint(bp)
