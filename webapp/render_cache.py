@@ -1,4 +1,4 @@
-"""Rendered HTML kept between requests, for a part of a page whose every input
+"""Rendered HTML kept between requests, for a page (or part of one) whose every input
 is named by its key.
 
 A personal page may be served from here only when its key contains the version

@@ -48,8 +48,8 @@ def real(sql: list[str]) -> list[str]:
 def test_get_profile_loads_the_user_once_in_one_statement(
     app: Any, client: FlaskClient, user: Any
 ) -> None:
-    app.extensions["profile.blank_sections"].clear()
-    for htmx in (False, True, False):  # first render, htmx request, kept sections
+    app.extensions["profile.blank_pages"].clear()
+    for htmx in (False, True, False):  # first render, htmx request, kept page
         with statements() as sql:
             resp = client.get("/profile", headers={"HX-Request": "true"} if htmx else {})
         assert resp.status_code == 200
@@ -77,7 +77,7 @@ def test_the_page_shows_a_change_at_once_in_every_signed_in_browser(
     client: FlaskClient, user: Any, other_client: FlaskClient
 ) -> None:
     assert login(other_client, "ada@example.com").status_code == 302
-    for c in (client, other_client):  # both browsers have the page rendered and kept
+    for c in (client, other_client):  # both browsers have their page rendered and kept
         assert "Not verified" in c.get("/profile").get_data(as_text=True)
 
     assert post(client, "/profile/language", language="de").status_code == 200

@@ -81,9 +81,8 @@ def _text(outcome: Outcome) -> str:
     return gettext(outcome.key, **params)
 
 
-def respond(view: View, status: int = 200, sections: Markup | None = None) -> Response:
-    """The profile's page or one section of it (webapp/pages.py decides which).
-    `sections`: the four sections already rendered (a plain GET, `_blank_sections`)."""
+def respond(view: View, status: int = 200) -> Response:
+    """The profile's page or one section of it (webapp/pages.py decides which)."""
     return pages.render(
         "profile/page.html",
         f"profile/_{view.section}.html" if view.section else None,
@@ -93,35 +92,31 @@ def respond(view: View, status: int = 200, sections: Markup | None = None) -> Re
         status=status,
         v=view,
         user=view.user,
-        sections=sections,
     )
 
 
-# The four sections as a plain GET shows them (nothing submitted, no banner):
-# one rendering per browser session, at most this many sessions per process
-# (about 7 KB each). One cache per app: the sections show its configuration.
-KEPT_SESSIONS = 1000
+# The page as a plain GET shows it (nothing submitted, no banner): one
+# rendering per browser session, at most this many per app (about 8 KB each).
+KEPT_PAGES = 1000
 
 
-def _blank_sections(view: View) -> Markup | None:
-    """Kept per browser session (the session's CSRF secret, which the forms'
-    tokens are signed from) and rendered again when the account's version (every
-    event of the account moves it), the language or the kind of request (htmx:
-    no autofocus) changes. None before the session has a CSRF secret: the
-    page's own render makes one."""
+def blank_page(view: View) -> Response:
+    """`respond(view)` for a plain GET, kept per browser session and rendered
+    again as soon as anything it shows may differ: the account's version (every
+    event of the account moves it), the language, or the kind of request (htmx:
+    no autofocus). The browser session is its CSRF secret, which the page's
+    tokens are signed from; before it has one, the render makes it."""
     csrf_secret = session.get(current_app.config["WTF_CSRF_FIELD_NAME"])
     if not csrf_secret:
-        return None
+        return respond(view)
     user = view.user
     owner = (user.tenant_id, user.id, csrf_secret, forms_core.is_fragment())
-
-    def render() -> Markup:
-        return Markup(
-            render_template("profile/_sections.html", v=view, user=user, page_has_errors=False)
-        )
-
-    kept: RenderCache = current_app.extensions["profile.blank_sections"]
-    return kept.get_or_render(owner, (user.version, str(get_locale())), render)
+    version = (user.version, str(get_locale()))
+    kept: RenderCache = current_app.extensions["profile.blank_pages"]
+    html = kept.get_or_render(owner, version, lambda: Markup(respond(view).get_data(as_text=True)))
+    resp = make_response(str(html), 200)
+    resp.vary.add("HX-Request")  # as pages.render answers
+    return resp
 
 
 def outcome_response(
@@ -164,7 +159,7 @@ def show() -> Response:
     for key in get_flashed_messages():
         if key == "profile.account.languageSaved":
             view.section, view.success = "account", gettext(key)
-    return respond(view, sections=None if view.success else _blank_sections(view))
+    return respond(view) if view.success else blank_page(view)
 
 
 @bp.post("/password")
@@ -289,5 +284,5 @@ def _unexpected(exc: Exception) -> Response:
 
 
 def init_app(app: Flask) -> None:
-    app.extensions["profile.blank_sections"] = RenderCache(size=KEPT_SESSIONS)
+    app.extensions["profile.blank_pages"] = RenderCache(size=KEPT_PAGES)
     app.register_blueprint(bp)
