@@ -56,6 +56,9 @@ GUNICORN_THREADS = 4
 PASSWORD = "correct horse battery staple"
 BENCH_LIMIT = "1000000 per minute"
 HELLO = "hello world (Flask, baseline)"
+# One browser: the signed-in requests carry the User-Agent the sign-in had (Flask-Login's
+# session protection would otherwise mark every request's session not fresh and rewrite it).
+USER_AGENT = "bench-web/1"
 
 
 def bench_app() -> Any:
@@ -160,6 +163,7 @@ def signed_in(base: str, address: str) -> tuple[str, str]:
     if r.status_code != 200 or "We have sent a message to" not in r.text:
         raise RuntimeError(f"registration failed: {r.status_code}")
     s = requests.Session()
+    s.headers["User-Agent"] = USER_AGENT
     token = csrf_of(s.get(f"{base}/login").text)
     form = {"email": address, "password": PASSWORD, "csrf_token": token}
     r = s.post(f"{base}/login", data=form, allow_redirects=False)
@@ -184,7 +188,7 @@ class Route:
 
 
 def routes(base: str, cookie: str, csrf: str, address: str) -> list[Route]:
-    me = {"Cookie": cookie}
+    me = {"Cookie": cookie, "User-Agent": USER_AGENT}
     htmx = {**me, "HX-Request": "true"}
     post = {
         **htmx,

@@ -6,7 +6,7 @@ import logging
 import uuid
 from typing import Any
 
-from flask import Flask, g, request
+from flask import Flask, has_request_context, request
 from htmx_flask import Htmx
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
@@ -90,15 +90,23 @@ def _mount_projections() -> None:
         log.info("projection cursors not created: database not migrated yet")
 
 
-def _request_ids(app: Flask) -> None:
-    @app.before_request
-    def _bind() -> None:
+def request_id() -> str:
+    """This request's id for the logs: the caller's `X-Request-Id` when it is a
+    short alphanumeric one, else a new one. Made when a line is first logged, so
+    a request that logs nothing pays nothing for it."""
+    environ = request.environ  # per request (`g` may outlive one, in tests)
+    rid = environ.get("webapp.request_id")
+    if rid is None:
         rid = request.headers.get("X-Request-Id", "")
         if not rid or len(rid) > 64 or not rid.replace("-", "").isalnum():
             rid = uuid.uuid4().hex
-        g.request_id = rid
-        logs.bind(request_id=rid)
+        environ["webapp.request_id"] = rid
+    return str(rid)
 
-    @app.teardown_request
-    def _unbind(_exc: Any) -> None:
-        logs.bind(request_id=None)
+
+def _request_context() -> dict[str, Any]:
+    return {"request_id": request_id()} if has_request_context() else {}
+
+
+def _request_ids(_app: Flask) -> None:
+    logs.add_context_provider(_request_context)
