@@ -6,8 +6,10 @@ SQLite database or BENCH_DATABASE_URL, and an embedded Redis or BENCH_REDIS_URL)
 and a bare Flask "hello world" (`bench/hello.py`), the floor. wrk drives each
 route for BENCH_SECONDS (8) after BENCH_WARMUP (1) with BENCH_WRK_THREADS (2)
 threads and BENCH_WRK_CONNECTIONS (8) keep-alive connections, one route after
-the other; hello is measured first and last, and every route's ratio is its
-req/s over the mean of the two hello runs (so a busy machine moves both).
+the other, with hello measured before the first route and after every route:
+each route's ratio is its req/s over the mean of the hello runs just before and
+just after it (on a shared machine the load changes within a minute; the
+neighbouring runs see the same load).
 
 Routes (signed-in ones carry the session cookie of a user registered and signed
 in over HTTP; every route's answer is checked once before the load, and wrk's
@@ -275,8 +277,8 @@ def main() -> dict[str, Any]:
         cookie, csrf = signed_in(base, address)
         floor = Route(HELLO, wrk.Request(f"{hello_base}/"), 200, "Hello, World!")
         check(floor)
-        hello_first = measure(floor)
-        measured: dict[str, tuple[wrk.Figures, int]] = {}
+        hellos = [measure(floor)]
+        measured: dict[str, tuple[wrk.Figures, int, float]] = {}
         skipped: dict[str, str] = {}
         for route in routes(base, cookie, csrf, address):
             if route.name == "GET /privacy":
@@ -285,24 +287,26 @@ def main() -> dict[str, Any]:
                     skipped[route.name] = f"not in this build (answered {probe.status_code})"
                     continue
             size = check(route)
-            measured[route.name] = (measure(route), size)
-        hello_last = measure(floor)
+            fig = measure(route)
+            hellos.append(measure(floor))
+            measured[route.name] = (fig, size, (hellos[-2].rps + hellos[-1].rps) / 2)
         rss = {"app": worker_rss_mib(app.pid), "hello": worker_rss_mib(hello.pid)}
 
-    floor_rps = (hello_first.rps + hello_last.rps) / 2
+    floor_rps = sum(h.rps for h in hellos) / len(hellos)
 
-    def row(fig: wrk.Figures, size: int | None = None) -> dict[str, Any]:
-        out = {
+    def row(fig: wrk.Figures, size: int | None = None, around: float = 0) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "requests": fig.requests,
             "seconds": round(fig.seconds, 2),
             "rps": round(fig.rps, 1),
             "p50_ms": round(fig.p50_ms, 2),
             "p90_ms": round(fig.p90_ms, 2),
             "p99_ms": round(fig.p99_ms, 2),
-            "ratio_to_hello": round(fig.rps / floor_rps, 3),
         }
         if size is not None:
             out["bytes"] = size
+            out["hello_rps_around"] = round(around, 1)
+            out["ratio_to_hello"] = round(fig.rps / around, 3)
         return out
 
     return {
@@ -323,11 +327,10 @@ def main() -> dict[str, Any]:
         },
         "load": {"client": "wrk", **wrk.settings()},
         "hello": {
-            "first": row(hello_first),
-            "last": row(hello_last),
+            "runs": [row(h) for h in hellos],
             "rps_mean": round(floor_rps, 1),
         },
-        "routes": {name: row(fig, size) for name, (fig, size) in measured.items()},
+        "routes": {name: row(*m) for name, m in measured.items()},
         "skipped": skipped,
         "worker_rss_mib": rss,
     }
@@ -347,11 +350,13 @@ def print_table(r: dict[str, Any]) -> None:
     print(head)
     print("-" * len(head))
     h = r["hello"]
+    first = h["runs"][0]
     print(
-        f"{HELLO:<54} {h['rps_mean']:>8.1f} {h['first']['p50_ms']:>8.2f} "
-        f"{h['first']['p99_ms']:>8.2f} {1:>9.3f}"
+        f"{HELLO:<54} {h['rps_mean']:>8.1f} {first['p50_ms']:>8.2f} "
+        f"{first['p99_ms']:>8.2f} {1:>9.3f}"
     )
-    print(f"{'  (first / last run req/s)':<54} {h['first']['rps']:>8.1f} / {h['last']['rps']:.1f}")
+    each = ", ".join(f"{x['rps']:.0f}" for x in h["runs"])
+    print(f"  hello req/s before the first route and after each: {each}")
     for name, f in r["routes"].items():
         print(
             f"{name:<54} {f['rps']:>8.1f} {f['p50_ms']:>8.2f} {f['p99_ms']:>8.2f} "
