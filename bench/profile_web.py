@@ -64,4 +64,7 @@ def main(path: str, n: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/profile", int(sys.argv[2]) if len(sys.argv) > 2 else 500)
+    main(
+        sys.argv[1] if len(sys.argv) > 1 else "/profile",
+        int(sys.argv[2]) if len(sys.argv) > 2 else 500,
+    )
