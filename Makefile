@@ -38,6 +38,7 @@ test: $(STAMP) lint typecheck
 bench: $(STAMP)
 	$(BIN)/python -m bench.workflows
 	$(BIN)/python -m bench.web
+	$(BIN)/python -m bench.admin
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

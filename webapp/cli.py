@@ -8,7 +8,7 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
 
-from webapp import db, tenants
+from webapp import actors, db, tenants
 from webapp.events import PublishError, publish
 from webapp.eventstore import projections
 from webapp.jobs.registry import registered_jobs
@@ -61,12 +61,23 @@ def projections_parked() -> None:
 def projections_retry(parked_id: int) -> None:
     """Apply one parked event again."""
     try:
-        ok = projections.retry_parked(parked_id)
+        ok = projections.retry_parked(parked_id, actor=actors.operator())
     except LookupError as exc:
         raise click.ClickException(str(exc)) from None
     if not ok:
         raise click.ClickException(f"parked event {parked_id} failed again; it stays parked")
     click.echo(f"parked event {parked_id} applied")
+
+
+@projections_cli.command("skip")
+@click.argument("parked_id", type=int)
+def projections_skip(parked_id: int) -> None:
+    """Give up on one parked event: it is never applied."""
+    try:
+        projections.skip_parked(parked_id, actor=actors.operator())
+    except LookupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"parked event {parked_id} skipped")
 
 
 @projections_cli.command("run")

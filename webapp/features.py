@@ -6,7 +6,7 @@ from flask import Flask
 
 
 def init_app(app: Flask) -> None:
-    from webapp import accounts, mail, profile, workflows
+    from webapp import accounts, admin, mail, profile, workflows
     from webapp.mail import outbox
 
     mail.init_app(app)
@@ -14,3 +14,4 @@ def init_app(app: Flask) -> None:
     accounts.init_app(app)
     profile.init_app(app)
     workflows.init_app(app)
+    admin.init_app(app)

@@ -149,20 +149,24 @@ def run(conn: Redis, log_level: str, worker_class: type[Any], name: str) -> None
     generation = 0
     while True:
         generation += 1
-        w = worker_class(
-            list(QUEUES),
-            connection=conn,
-            name=name if generation == 1 else f"{name}.{generation}",
-            exception_handlers=[retry_after_outage],
-        )
-        w.max_connection_wait_time = 5.0  # RQ's own reconnect backoff while dequeueing
+        w: Any = None
         error: BaseException | None = None
-        try:
+        try:  # building the worker talks to Redis too (it may be down at start)
+            w = worker_class(
+                list(QUEUES),
+                connection=conn,
+                name=name if generation == 1 else f"{name}.{generation}",
+                exception_handlers=[retry_after_outage],
+            )
+            w.max_connection_wait_time = 5.0  # RQ's own reconnect backoff while dequeueing
             w.work(with_scheduler=False, logging_level=log_level)
-        except (RedisError, OSError) as exc:  # RQ's teardown without Redis
+        except (RedisError, OSError) as exc:  # RQ's start or teardown without Redis
             error = exc
-        _stop_pubsub(w)
-        if w._stop_requested or stop.is_set():
+        if w is not None:
+            _stop_pubsub(w)
+            if w._stop_requested:
+                return
+        if stop.is_set():
             return
         # The RQ loop ended on its own: an outage (or a bug in RQ's bookkeeping).
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -171,7 +175,7 @@ def run(conn: Redis, log_level: str, worker_class: type[Any], name: str) -> None
         if not wait_until(lambda: redis_answers(conn), stop, Backoff()):
             return
         outage.ok()
-        if w.in_flight is not None:
+        if w is not None and w.in_flight is not None:
             _enqueue_again(conn, w.in_flight)
 
 

@@ -3,7 +3,17 @@
 The schema is created by migrations/versions/0003_accounts.py; keep both in step.
 """
 
-from sqlalchemy import Boolean, Column, Index, Integer, String, Table, Text, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    false,
+)
 
 from webapp.db import UTCDateTime, metadata
 
@@ -22,6 +32,8 @@ users = Table(
     Column("deletion_due_at", UTCDateTime(), nullable=True),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("version", Integer, nullable=False),
+    # May enter the operations console (webapp/admin; migration 0007_admin).
+    Column("is_admin", Boolean, nullable=False, default=False, server_default=false()),
     UniqueConstraint("tenant_id", "email", name="uq_users_tenant_email"),
 )
 Index("ix_users_status_due", users.c.status, users.c.deletion_due_at)

@@ -28,6 +28,7 @@ class User:
     deletion_due_at: datetime | None
     created_at: datetime
     version: int
+    is_admin: bool = False  # may enter the operations console (webapp/admin)
     # The browser's sign-in (signins.py), set only on the signed-in user.
     sign_in: str = field(default="", repr=False, compare=False)
 
@@ -64,6 +65,7 @@ def from_row(r: Any) -> User:
         deletion_due_at=r.deletion_due_at,
         created_at=r.created_at,
         version=r.version,
+        is_admin=bool(r.is_admin),
     )
 
 

@@ -76,10 +76,10 @@ def sync_schedule(scheduler: Scheduler) -> dict[str, str]:
     return actions
 
 
-def missing_entries(scheduler: Scheduler) -> list[str]:
-    """Ids of the entries `sync_schedule` makes that Redis does not hold (after a
-    FLUSHALL, or a Redis restarted empty or replaced). Cheap: one ZSCORE and one
-    EXISTS per entry, never a scan of every scheduled job."""
+def entries(scheduler: Scheduler) -> list[tuple[str, datetime | None]]:
+    """Each entry `sync_schedule` makes, with its next run time as Redis holds it
+    (None: missing, after a FLUSHALL or a Redis restarted empty or replaced).
+    Cheap: one ZSCORE and one EXISTS per entry, never a scan of every scheduled job."""
     wanted = [spec.schedule_id for spec in registered_jobs() if spec.cron] + [SWEEP_ID]
     conn = scheduler.connection
     with conn.pipeline(transaction=False) as pipe:
@@ -88,10 +88,14 @@ def missing_entries(scheduler: Scheduler) -> list[str]:
             pipe.exists(scheduler.job_class.key_for(job_id))
         answers = pipe.execute()
     return [
-        job_id
+        (job_id, datetime.fromtimestamp(score, UTC) if score is not None and exists else None)
         for job_id, score, exists in zip(wanted, answers[::2], answers[1::2], strict=True)
-        if score is None or not exists
     ]
+
+
+def missing_entries(scheduler: Scheduler) -> list[str]:
+    """Ids of the entries `sync_schedule` makes that Redis does not hold."""
+    return [job_id for job_id, at in entries(scheduler) if at is None]
 
 
 def tick_time(at: datetime) -> datetime:

@@ -7,7 +7,7 @@ import json
 import click
 from flask.cli import AppGroup
 
-from webapp import db
+from webapp import actors, db
 from webapp.workflows import ops, resume
 
 workflows_cli = AppGroup("workflows", help="Workflow runs: list, inspect, cancel, retry.")
@@ -69,7 +69,7 @@ def show(run_id: str) -> None:
 def cancel(run_id: str) -> None:
     """Cancel a run: it never resumes."""
     try:
-        ops.cancel(run_id)
+        ops.cancel(run_id, actor=actors.operator())
     except ops.OperationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"run {run_id} cancelled")
@@ -80,7 +80,7 @@ def cancel(run_id: str) -> None:
 def retry(run_id: str) -> None:
     """Continue a failed run from its failed step as a new attempt."""
     try:
-        ops.retry(run_id)
+        ops.retry(run_id, actor=actors.operator())
     except ops.OperationError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"run {run_id} retried")

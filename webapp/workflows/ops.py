@@ -48,9 +48,10 @@ def pending_rows(conn: Connection, run_id: str) -> list[Any]:
     )
 
 
-def cancel(run_id: str, reason: str = "cancelled by operator") -> Event:
-    """Append run-cancelled: its pending rows go (inline) and it never resumes;
-    a worker executing it stops before its next step (its lease is gone)."""
+def cancel(run_id: str, reason: str = "cancelled by operator", actor: str | None = None) -> Event:
+    """Append run-cancelled (with `actor`, who did it, in its metadata): its
+    pending rows go (inline) and it never resumes; a worker executing it stops
+    before its next step (its lease is gone)."""
     with db.transaction() as conn:
         found = find_run(conn, run_id)
         row = runs.lock_run(conn, found.tenant_id, run_id)
@@ -61,11 +62,13 @@ def cancel(run_id: str, reason: str = "cancelled by operator") -> Event:
             row,
             ev.RUN_CANCELLED,
             {"workflowName": row.workflow_name, "stepIndex": row.step_index, "reason": reason},
+            actor,
         )
 
 
-def retry(run_id: str) -> Event:
-    """A failed run continues from its failed step as a new attempt."""
+def retry(run_id: str, actor: str | None = None) -> Event:
+    """A failed run continues from its failed step as a new attempt (`actor`:
+    who asked, in the run-retried event's metadata)."""
     with db.transaction() as conn:
         found = find_run(conn, run_id)
         row = runs.lock_run(conn, found.tenant_id, run_id)
@@ -85,6 +88,7 @@ def retry(run_id: str) -> Event:
             row,
             ev.RUN_RETRIED,
             {"workflowName": row.workflow_name, "stepIndex": row.step_index},
+            actor,
         )
         schedule_advance(conn, row.tenant_id, run_id)
         return e

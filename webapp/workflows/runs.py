@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from webapp import clock, db
-from webapp.eventstore import Event, NewEvent, StreamId, append, append_many, read_all
+from webapp.eventstore import Event, Metadata, NewEvent, StreamId, append, append_many, read_all
 from webapp.workflows import batch as batchmod
 from webapp.workflows import events as ev
 from webapp.workflows import match as matchmod
@@ -52,10 +52,13 @@ def owned(conn: Connection, tenant_id: str, run_id: str, token: str) -> Any:
     return row
 
 
-def append_run_event(conn: Connection, row: Any, type_: str, payload: dict[str, Any]) -> Event:
-    """Append to the run's stream at the version the (locked) runs row says."""
+def append_run_event(
+    conn: Connection, row: Any, type_: str, payload: dict[str, Any], actor: str | None = None
+) -> Event:
+    """Append to the run's stream at the version the (locked) runs row says;
+    `actor` (an operator's action) goes into the event's metadata."""
     s = stream(row.tenant_id, row.run_id)
-    return append(conn, s, [NewEvent(type_, payload)], row.version)[0]
+    return append(conn, s, [NewEvent(type_, payload)], row.version, Metadata(actor=actor))[0]
 
 
 def append_batch(

@@ -57,4 +57,15 @@ workflow_runs = Table(
     Index("ix_workflow_runs_subject", "tenant_id", "subject_id"),
     Index("ix_workflow_runs_status_lease", "tenant_id", "status", "lease_until"),
     Index("ix_workflow_runs_name", "workflow_name"),
+    # The operations console's runs list, newest first (migration 0007_admin).
+    Index("ix_workflow_runs_tenant_started", "tenant_id", "started_at", "run_id"),
+    Index("ix_workflow_runs_tenant_status_started", "tenant_id", "status", "started_at", "run_id"),
+    Index(
+        "ix_workflow_runs_tenant_workflow_status",
+        "tenant_id",
+        "workflow_name",
+        "status",
+        "started_at",
+        "run_id",
+    ),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
+from webapp import actors
 from webapp.mail.outbox import admin
 
 mail_cli = AppGroup("mail", help="Outgoing mail: failed deliveries and retries.")
@@ -32,7 +33,7 @@ def retry(outbox_id: int | None, retry_all: bool) -> None:
     """Send a failed mail again (with fresh attempts)."""
     if (outbox_id is None) == (not retry_all):
         raise click.UsageError("give one mail id or --all")
-    ids = admin.retry(None if retry_all else outbox_id)
+    ids = admin.retry(None if retry_all else outbox_id, actor=actors.operator())
     if not ids and retry_all:
         click.echo("no failed mails: nothing to retry")  # nothing wrong: not an error
         return

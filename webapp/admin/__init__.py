@@ -1,0 +1,48 @@
+"""The operations console under /admin: runs, stuck runs, projections, queues.
+
+Only admins (`users.is_admin`, set with `flask users grant-admin EMAIL`) see
+it; everyone else gets 404 for every /admin URL (access.py). Reads are small
+functions (queries.py); actions call the same functions as the `flask
+workflows|projections|mail` commands, with the admin as the events' actor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, current_app
+from flask_babel import gettext
+
+from webapp.admin import access, cli, grants, present, queries, views_ops, views_queues, views_runs
+
+__all__ = ["init_app"]
+
+del views_ops, views_queues, views_runs  # imported for their routes on access.bp
+
+
+def _status_options() -> dict[str, str]:
+    return {"": gettext("admin.runs.allStatuses")} | {
+        word: gettext(f"admin.status.{word}") for word in queries.STATUSES
+    }
+
+
+@access.bp.context_processor
+def _helpers() -> dict[str, Any]:
+    return {
+        "when": present.when,
+        "match_text": present.match_text,
+        "payload_summary": present.payload_summary,
+        "results_text": present.results_text,
+        "word_of": queries.WORD_OF,
+        # Looked up once per render, not once per table row.
+        "status_label": {w: gettext(f"admin.status.{w}") for w in queries.STATUSES},
+        "count_cap": queries.COUNT_CAP,
+        "status_options": _status_options,
+        "tenant_options": lambda ids: {t: t for t in ids},
+        "admin_endpoints": set(current_app.view_functions),
+    }
+
+
+def init_app(app: Flask) -> None:
+    grants.register()
+    cli.init_app(app)
+    access.init_app(app)

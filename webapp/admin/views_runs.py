@@ -1,0 +1,126 @@
+"""/admin/runs (the list) and /admin/runs/<id> (one run, Cancel run, Retry run).
+
+Cancel and Retry go through a confirmation: a link to a confirm page (with
+htmx the confirm form replaces the buttons in place), whose POST calls the
+same functions as `flask workflows cancel|retry`, with the admin as actor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, abort, redirect, request, url_for
+from flask_babel import gettext
+from werkzeug.wrappers import Response as BaseResponse
+
+from webapp import db, pages, tenants
+from webapp.admin import access, queries
+from webapp.admin.access import bp
+from webapp.admin.forms import RunFilterForm, cursor_text
+from webapp.workflows import ops
+
+ACTIONS = {
+    "cancel": ("admin.run.cancelled", "admin.run.cancelConfirm"),
+    "retry": ("admin.run.retried", "admin.run.retryConfirm"),
+}
+
+
+@bp.get("/")
+def home() -> BaseResponse:
+    return redirect(url_for("admin.runs"))
+
+
+@bp.get("/runs")
+def runs() -> Response:
+    with db.reading() as conn:
+        known = tenants.all_ids(conn)
+        form = RunFilterForm(request.args, tenants=known)
+        form.validate()
+        f = form.run_filter(tenants.DEFAULT_TENANT)
+        page = queries.runs_page(conn, f)
+    args: dict[str, Any] = {k: v for k, v in request.args.items() if k != "before" and v}
+    next_url = (
+        url_for("admin.runs", **args, before=cursor_text(page.next_cursor))
+        if page.next_cursor
+        else None
+    )
+    return pages.render(
+        "admin/runs.html",
+        "admin/_runs_table.html",
+        has_errors=form.has_errors,
+        status=422 if form.has_errors else 200,
+        form=form,
+        runs_page=page,
+        tenant_ids=known,
+        tenant=f.tenant,
+        filters=args,
+        next_url=next_url,
+        first_url=url_for("admin.runs", **args) if f.before else None,
+        refresh_url=request.full_path,
+        step_name=queries.step_name,
+    )
+
+
+def _detail(run_id: str) -> queries.RunDetail:
+    with db.reading() as conn:
+        detail = queries.run_detail(conn, run_id)
+    if detail is None:
+        abort(404)
+    return detail
+
+
+def _run_page(
+    run_id: str, *, success: str | None = None, error: str | None = None, status: int = 200
+) -> Response:
+    return pages.render(
+        "admin/run.html",
+        "admin/_run.html",
+        success=success,
+        has_errors=error is not None,
+        status=status,
+        d=_detail(run_id),
+        success_text=success,
+        error_text=error,
+        step_name=queries.step_name,
+    )
+
+
+@bp.get("/runs/<run_id>")
+def run(run_id: str) -> Response:
+    return _run_page(run_id)
+
+
+def _allowed(action: str, d: queries.RunDetail) -> bool:
+    return d.can_cancel if action == "cancel" else d.can_retry
+
+
+@bp.get("/runs/<run_id>/<action>")
+def confirm(run_id: str, action: str) -> Response:
+    if action not in ACTIONS:
+        abort(404)
+    d = _detail(run_id)
+    if not _allowed(action, d):
+        return _run_page(run_id, error=gettext(f"admin.run.{action}NotAllowed"), status=409)
+    return pages.render(
+        "admin/confirm.html",
+        "admin/_confirm.html",
+        d=d,
+        action=action,
+        question=gettext(ACTIONS[action][1]),
+    )
+
+
+@bp.post("/runs/<run_id>/<action>")
+def act(run_id: str, action: str) -> Response:
+    if action not in ACTIONS:
+        abort(404)
+    d = _detail(run_id)
+    try:
+        if action == "cancel":
+            ops.cancel(d.run.run_id, reason="cancelled in the console", actor=access.actor())
+        else:
+            ops.retry(d.run.run_id, actor=access.actor())
+    except ops.OperationError as exc:
+        return _run_page(
+            run_id, error=gettext("admin.run.actionFailed", reason=str(exc)), status=409
+        )
+    return _run_page(run_id, success=gettext(ACTIONS[action][0]))
