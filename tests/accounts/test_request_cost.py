@@ -16,6 +16,7 @@ from sqlalchemy import event
 
 from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register
 from webapp import db
+from webapp.admin import grants
 
 # A signed-in GET /profile: the session check, which reads the user together
 # with the browser's sign-in row. SQLite adds its BEGIN (a read transaction).
@@ -124,3 +125,14 @@ def test_another_account_never_gets_the_first_ones_sections(
     assert login(second, "grace@example.com").status_code == 302
     html = second.get("/profile").get_data(as_text=True)
     assert "grace@example.com</strong>" in html and "ada@example.com" not in html
+
+
+def test_an_admin_grant_shows_on_the_kept_page_at_once(client: FlaskClient, user: Any) -> None:
+    """The nav shows the console link from the user's row; a grant is an event
+    of the account, so it moves the version the kept page is filed under."""
+    nav = 'data-testid="nav-admin"'
+    assert nav not in client.get("/profile").get_data(as_text=True)  # kept now
+    assert grants.set_admin("ada@example.com", True, actor="test")
+    assert nav in client.get("/profile").get_data(as_text=True)
+    assert grants.set_admin("ada@example.com", False, actor="test")
+    assert nav not in client.get("/profile").get_data(as_text=True)
