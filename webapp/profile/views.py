@@ -105,7 +105,9 @@ def blank_page(view: View) -> Response:
     again as soon as anything it shows may differ: the account's version (every
     event of the account moves it), the language, or the kind of request (htmx:
     no autofocus). The browser session is its CSRF secret, which the page's
-    tokens are signed from; before it has one, the render makes it."""
+    tokens are signed from; before it has one, the render makes it. The page
+    (nav included) may show only what the account's row, the app's config and
+    the language determine; anything else goes into the key."""
     csrf_secret = session.get(current_app.config["WTF_CSRF_FIELD_NAME"])
     if not csrf_secret:
         return respond(view)
