@@ -6,10 +6,24 @@ import logging
 import uuid
 from typing import Any
 
-from flask import Flask, g, request
+from flask import Flask, has_request_context, request
+from htmx_flask import Htmx
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from webapp import app_modules, db, logs, static_files
+from webapp import (
+    app_modules,
+    cli,
+    core_views,
+    db,
+    features,
+    forms,
+    logs,
+    security,
+    static_files,
+)
 from webapp.config import ROOT, Config
+from webapp.eventstore import projections
+from webapp.jobs.queue import request_dispatch
 
 log = logging.getLogger(__name__)
 
@@ -36,17 +50,10 @@ def create_app(config: Config | None = None) -> Flask:
         REMEMBER_COOKIE_SECURE=config.session_cookie_secure,
     )
     db.init_engine(config.database_url)
-    from webapp.jobs.queue import request_dispatch
-
     # After any commit that appended events: one (deduplicated) projection dispatch.
     db.on_after_commit(request_dispatch)
 
-    from htmx_flask import Htmx
-
     Htmx(app)
-
-    from webapp import cli, core_views, features, forms, security
-
     security.init_app(app)  # before any feature, so none depends on the order
 
     cli.init_app(app)
@@ -58,31 +65,48 @@ def create_app(config: Config | None = None) -> Flask:
     # The application's own workflows (WORKFLOW_MODULES), in every process.
     app_modules.load(app, config.workflow_modules)
     _mount_projections()
+    if not config.testing:  # tests build an app per test: they compile on demand
+        _compile_templates(app)
     return app
+
+
+def _compile_templates(app: Flask) -> None:
+    """Compile every template now, once per process, instead of in the first
+    requests of each worker. Not when templates reload on change (debug): then
+    Jinja checks each file's mtime per render anyway."""
+    env = app.jinja_env
+    if env.auto_reload:
+        return
+    for name in env.list_templates(extensions=("html",)):
+        env.get_template(name)
 
 
 def _mount_projections() -> None:
     """Create missing projection cursors now, so a projection that starts from
     `now` starts from when it was mounted, not from its first dispatch."""
-    from sqlalchemy.exc import OperationalError, ProgrammingError
-
-    from webapp.eventstore import projections
-
     try:
         projections.ensure_cursors()
     except (OperationalError, ProgrammingError):
         log.info("projection cursors not created: database not migrated yet")
 
 
-def _request_ids(app: Flask) -> None:
-    @app.before_request
-    def _bind() -> None:
+def request_id() -> str:
+    """This request's id for the logs: the caller's `X-Request-Id` when it is a
+    short alphanumeric one, else a new one. Made when a line is first logged, so
+    a request that logs nothing pays nothing for it."""
+    environ = request.environ  # per request (`g` may outlive one, in tests)
+    rid = environ.get("webapp.request_id")
+    if rid is None:
         rid = request.headers.get("X-Request-Id", "")
         if not rid or len(rid) > 64 or not rid.replace("-", "").isalnum():
             rid = uuid.uuid4().hex
-        g.request_id = rid
-        logs.bind(request_id=rid)
+        environ["webapp.request_id"] = rid
+    return str(rid)
 
-    @app.teardown_request
-    def _unbind(_exc: Any) -> None:
-        logs.bind(request_id=None)
+
+def _request_context() -> dict[str, Any]:
+    return {"request_id": request_id()} if has_request_context() else {}
+
+
+def _request_ids(_app: Flask) -> None:
+    logs.add_context_provider(_request_context)

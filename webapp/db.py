@@ -1,6 +1,10 @@
 """Engine and transactions.
 
-One engine per process. `transaction()` is the unit of work for writes: on SQLite
+One engine per process, with a pool of connections on both backends (a SQLite
+file too: opening one and setting its pragmas cost more than most requests, and
+closing the last connection of a WAL database checkpoints it; a process that
+forks drops the parent's pool without closing it, so parent and child never
+share a connection). `transaction()` is the unit of work for writes: on SQLite
 it starts with BEGIN IMMEDIATE (take the single write lock up front, so a
 read-then-write transaction never fails with SQLITE_BUSY half way); on PostgreSQL
 it is a normal READ COMMITTED transaction. After a commit that appended events,
@@ -10,6 +14,7 @@ the registered after-commit hooks run (the projection dispatcher uses this).
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +23,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Engine, MetaData, TypeDecorator, create_engine, event
-from sqlalchemy.pool import NullPool
+from sqlalchemy.pool import QueuePool
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +33,11 @@ _engine: Engine | None = None
 _after_commit_hooks: list[Callable[[Connection], object]] = []
 # The innermost open `transaction()` of this thread/task (webapp.events.publish joins it).
 _current: ContextVar[Connection | None] = ContextVar("current_transaction", default=None)
+
+# Per process: at most this many pooled connections stay open (gunicorn's
+# threads, the worker's jobs and the scheduler fit), more are opened on demand.
+POOL_SIZE = 10
+MAX_OVERFLOW = 20
 
 
 def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
@@ -45,10 +55,17 @@ def _register_sqlite_adapters() -> None:
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         _register_sqlite_adapters()
+        # A file gets a real pool; an in-memory database keeps SQLAlchemy's
+        # default (each new connection would be another, empty database).
+        pool: dict[str, Any] = (
+            {}
+            if ":memory:" in url
+            else {"poolclass": QueuePool, "pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
+        )
         engine = create_engine(
             url,
             connect_args={"timeout": 30, "check_same_thread": False, "isolation_level": None},
-            poolclass=NullPool if ":memory:" not in url else None,
+            **pool,
         )
 
         @event.listens_for(engine, "connect")
@@ -66,7 +83,7 @@ def make_engine(url: str) -> Engine:
             conn.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
-    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return create_engine(url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW, pool_pre_ping=True)
 
 
 def init_engine(url: str) -> Engine:
@@ -75,6 +92,16 @@ def init_engine(url: str) -> Engine:
         _engine.dispose()
     _engine = make_engine(url)
     return _engine
+
+
+def _forget_pool_after_fork() -> None:
+    """In a forked child (RQ's fork worker, gunicorn --preload): start with an
+    empty pool, leaving the parent's connections open for the parent."""
+    if _engine is not None:
+        _engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def get_engine() -> Engine:
@@ -141,6 +168,19 @@ def before_commit(conn: Connection, fn: Callable[[], None]) -> None:
 def after_commit(conn: Connection, fn: Callable[[], None]) -> None:
     """Run `fn` once this transaction has committed (never if it rolls back)."""
     conn.info.setdefault("after_commit", []).append(fn)
+
+
+def ping() -> None:
+    """One statement on a pooled connection, outside any transaction: the
+    health check's proof that the database answers."""
+    raw = get_engine().raw_connection()
+    try:
+        cur = raw.cursor()
+        cur.execute("SELECT 1")
+        cur.fetchone()
+        cur.close()
+    finally:
+        raw.close()
 
 
 @contextmanager

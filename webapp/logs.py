@@ -8,7 +8,7 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,6 +16,15 @@ _context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar
     "log_context", default=None
 )
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# Functions that add fields to every line, asked only when a line is written
+# (the web process's request id: made on first use, not for every request).
+_providers: list[Callable[[], dict[str, Any]]] = []
+
+
+def add_context_provider(provider: Callable[[], dict[str, Any]]) -> None:
+    if provider not in _providers:
+        _providers.append(provider)
+
 
 # Paths whose last segment is a bearer token (links from account mails). Any
 # log line that names one, e.g. a web server's access log of the GET, shows
@@ -71,6 +80,8 @@ class LogfmtFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        for provider in _providers:
+            fields.update(provider())
         fields.update(_context.get() or {})
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):

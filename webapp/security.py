@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask, Response, render_template, request
+from flask.sessions import SecureCookieSessionInterface
 from flask_babel import gettext
 from flask_wtf.csrf import CSRFError, CSRFProtect
+from itsdangerous import URLSafeTimedSerializer
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 csrf = CSRFProtect()
@@ -24,7 +26,25 @@ CSP = (
 )
 
 
+class SessionInterface(SecureCookieSessionInterface):
+    """Flask's signed-cookie session, with its signing serializer built once per
+    set of keys: Flask builds one per request, and itsdangerous test-serialises
+    an empty dict to build it. Same cookie, same keys, same checks."""
+
+    def __init__(self) -> None:
+        self._serializers: dict[tuple[object, ...], URLSafeTimedSerializer | None] = {}
+
+    def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
+        key = (app.secret_key, *(app.config["SECRET_KEY_FALLBACKS"] or ()))
+        try:
+            return self._serializers[key]
+        except KeyError:
+            made = self._serializers[key] = super().get_signing_serializer(app)
+            return made
+
+
 def init_app(app: Flask) -> None:
+    app.session_interface = SessionInterface()
     trusted = app.config["APP_CONFIG"].trusted_proxies
     if trusted:
         # X-Forwarded-For/-Proto set by the last `trusted` proxies become the
@@ -39,14 +59,31 @@ def init_app(app: Flask) -> None:
     _error_pages(app)
 
 
+# Every answer's headers, built once (a view may set its own first).
+HEADERS = (
+    ("Content-Security-Policy", CSP),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "same-origin"),
+)
+
+
+_LOWER = tuple((name.lower(), name, value) for name, value in HEADERS)
+
+
 def _headers(app: Flask) -> None:
     @app.after_request
     def _set(resp: Response) -> Response:
-        resp.headers.setdefault("Content-Security-Policy", CSP)
-        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
-        resp.headers.setdefault("X-Frame-Options", "DENY")
-        resp.headers.setdefault("Referrer-Policy", "same-origin")
-        if request.headers.get("HX-Request") is not None or "HX-Request" in resp.vary:
+        headers = resp.headers
+        # One pass over the few headers there are (a missing name costs
+        # Werkzeug's Headers a KeyError per lookup).
+        present = {key.lower() for key, _ in headers.items()}
+        for lower, name, value in _LOWER:
+            if lower not in present:
+                headers.add(name, value)
+        if "HTTP_HX_REQUEST" in request.environ or (
+            "vary" in present and "HX-Request" in resp.vary
+        ):
             resp.vary.add("HX-Request")
         return resp
 

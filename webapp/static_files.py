@@ -13,9 +13,9 @@ import hashlib
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from flask import Flask, Response, redirect, request, url_for
+from flask import Flask, redirect, request, url_for
 from werkzeug.security import safe_join
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -51,17 +51,20 @@ def init_app(app: Flask) -> None:
             if version:
                 values["v"] = version
 
-    @app.after_request
-    def _long_cache(resp: Response) -> Response:
-        if request.endpoint != "static" or resp.status_code not in (200, 304):
-            return resp
-        filename = (request.view_args or {}).get("filename", "")
-        if request.args.get("v") and request.args.get("v") == digest(folder, filename):
+    serve = app.view_functions["static"]
+
+    def static(filename: str) -> BaseResponse:
+        # Wraps Flask's static view rather than adding an after-request hook,
+        # which every other request would pay for.
+        resp = cast(BaseResponse, serve(filename=filename))  # send_from_directory's answer
+        if resp.status_code in (200, 304) and request.args.get("v") == digest(folder, filename):
             resp.cache_control.no_cache = None
             resp.cache_control.public = True
             resp.cache_control.max_age = ONE_YEAR
             resp.cache_control.immutable = True
         return resp
+
+    app.view_functions["static"] = static
 
     @app.get("/favicon.ico")
     def favicon() -> BaseResponse:

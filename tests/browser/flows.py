@@ -160,3 +160,14 @@ def lang_of(page: Any) -> str:
 
 
 WORKING = re.compile(r"Working|Wird bearbeitet")
+
+
+def held_request(page: Any, held: list[Any], deadline_s: float = 10.0) -> Any:
+    """The route a `page.route(..., held.append)` handler caught. The handler runs
+    when Playwright next processes events, which may be after the button showed
+    its busy state: wait (bounded) for it instead of assuming it ran already."""
+    for _ in range(int(deadline_s / 0.05)):
+        if held:
+            return held.pop()
+        page.wait_for_timeout(50)
+    raise AssertionError("the request was never sent")

@@ -1,9 +1,14 @@
-"""Rate limits (Flask-Limiter's storage and moving-window strategy).
+"""Rate limits (the `limits` library's storage and moving-window strategy, which
+Flask-Limiter is built on).
 
 Checked explicitly in the views rather than by decorators, because the
 interesting keys (the account being signed in to, the signed-in user) come
 from the form or the session, and because a limited request must answer with
-the form it came from (429 with a banner), not a generic error page.
+the form it came from (429 with a banner), not a generic error page. So no
+per-request hook is installed: Flask-Limiter's before/after-request handlers
+(which look for decorator and default limits we never declare) cost every
+request, including /healthz and static files, for nothing. The limit strings
+are parsed once, at import.
 """
 
 from __future__ import annotations
@@ -11,10 +16,8 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, current_app, request
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
-from limits import parse
-from limits.storage import MemoryStorage
+from limits import RateLimitItem, parse
+from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 from webapp.config import Config
@@ -44,28 +47,31 @@ def storage_uri(cfg: Config) -> str:
     return cfg.redis_url
 
 
+_parsed: dict[str, RateLimitItem] = {}
+
+
+def _limit(name: str) -> RateLimitItem:
+    """`LIMITS[name]` parsed (once per value: the bench raises LIMITS before start-up)."""
+    text = LIMITS[name]
+    item = _parsed.get(text)
+    if item is None:
+        item = _parsed[text] = parse(text)
+    return item
+
+
 def init_app(app: Flask) -> None:
     cfg: Config = app.config["APP_CONFIG"]
-    limiter = Limiter(
-        key_func=get_remote_address,
-        app=app,
-        storage_uri=storage_uri(cfg),
-        strategy="moving-window",
-        default_limits=[],
-        headers_enabled=False,
-    )
-    app.extensions["accounts.limiter"] = limiter
+    storage = storage_from_string(storage_uri(cfg))
+    app.extensions["accounts.limiter"] = MovingWindowRateLimiter(storage)
     # While the shared storage (Redis) is unreachable, limits are counted in
     # this process instead: sign-in keeps working and keeps being limited.
     app.extensions["accounts.limiter_fallback"] = MovingWindowRateLimiter(MemoryStorage())
 
 
 def _check(method: str, name: str, key: str) -> bool:
-    limit = parse(LIMITS[name])
+    limit = _limit(name)
     try:
-        return bool(
-            getattr(current_app.extensions["accounts.limiter"].limiter, method)(limit, name, key)
-        )
+        return bool(getattr(current_app.extensions["accounts.limiter"], method)(limit, name, key))
     except Exception as exc:  # storage down: never fail the request because of it
         log.warning(
             "rate-limit storage unreachable; counting in this process",

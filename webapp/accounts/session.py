@@ -16,21 +16,30 @@ from flask_login import LoginManager, current_user, login_user, logout_user
 
 from webapp import db
 from webapp.accounts import signins
-from webapp.accounts.users import User, get_user
+from webapp.accounts.users import User
 
 
 def load_session_user(session_id: str) -> User | None:
-    """Flask-Login's loader: the user, token and a live sign-in must all match."""
+    """Flask-Login's loader, once per request: the user, token and a live sign-in
+    must all match. The user it returns is this request's copy of the row
+    (`signed_in_user()`); views re-read it only after they changed it."""
     user_id, token, secret = (session_id.split(":") + ["", ""])[:3]
     if not user_id or not token or not secret:
         return None
     with db.reading() as conn:
-        user = get_user(conn, user_id)
-        if user is None or not secrets.compare_digest(user.session_token, token):
-            return None
-        if not signins.is_live(conn, user, secret):
-            return None
+        user = signins.live_user(conn, user_id, secret)
+    if user is None or not secrets.compare_digest(user.session_token, token):
+        return None
     return dataclasses.replace(user, sign_in=secret)
+
+
+def signed_in_user() -> User:
+    """The signed-in user as loaded for this request (the real object, not the
+    proxy). Fresh until this request changes the account: then read the row again."""
+    user = current_user._get_current_object()  # type: ignore[attr-defined]
+    if not isinstance(user, User):
+        raise LookupError("no signed-in user")
+    return user
 
 
 # What browsers strip from both ends of a URL before resolving it (C0 controls

@@ -14,11 +14,12 @@ import hashlib
 import secrets
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, and_, delete, insert, select
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, insert, select
 
 from webapp import clock, db
-from webapp.accounts.tables import user_sessions
-from webapp.accounts.users import User
+from webapp.accounts.tables import user_sessions, users
+from webapp.accounts.users import User, from_row
+from webapp.tenants import DEFAULT_TENANT
 
 LIFETIME = timedelta(days=30)  # as long as the remember-me cookie
 
@@ -54,14 +55,28 @@ def start(user: User) -> str:
     return secret
 
 
-def is_live(conn: Connection, user: User, secret: str) -> bool:
-    row = conn.execute(
-        select(user_sessions.c.expires_at).where(
-            user_sessions.c.digest == _digest(secret),
-            _of_user(user.tenant_id, user.id),
-        )
-    ).first()
-    return row is not None and row.expires_at > clock.now()
+# The session check of every signed-in request, built once: the user, if the
+# browser's secret names a live sign-in of theirs (row there, not expired).
+_u, _s = users, user_sessions
+_LIVE_USER = (
+    select(_u)
+    .join(_s, and_(_s.c.tenant_id == _u.c.tenant_id, _s.c.user_id == _u.c.id))
+    .where(
+        _u.c.tenant_id == bindparam("tenant_id"),
+        _u.c.id == bindparam("user_id"),
+        _s.c.digest == bindparam("digest"),
+        _s.c.expires_at > bindparam("now", type_=_s.c.expires_at.type),
+    )
+)
+
+
+def live_user(
+    conn: Connection, user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
+) -> User | None:
+    """The user, if `secret` names a live sign-in of theirs: one statement."""
+    params = {"tenant_id": tenant_id, "user_id": user_id, "digest": _digest(secret)}
+    r = conn.execute(_LIVE_USER, {**params, "now": clock.now()}).first()
+    return from_row(r) if r else None
 
 
 def end(user: User, secret: str) -> None:

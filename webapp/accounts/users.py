@@ -51,7 +51,8 @@ def stream_of(tenant_id: str, user_id: str) -> StreamId:
     return StreamId(tenant_id, ev.AGGREGATE, user_id)
 
 
-def _row_to_user(r: Any) -> User:
+def from_row(r: Any) -> User:
+    """A `User` from a row with the `users` table's columns."""
     return User(
         tenant_id=r.tenant_id,
         id=r.id,
@@ -72,14 +73,14 @@ def get_user(conn: Connection, user_id: str, tenant_id: str = DEFAULT_TENANT) ->
     r = conn.execute(
         select(users).where(users.c.tenant_id == tenant_id, users.c.id == user_id)
     ).first()
-    return _row_to_user(r) if r else None
+    return from_row(r) if r else None
 
 
 def find_by_email(conn: Connection, email: str, tenant_id: str = DEFAULT_TENANT) -> User | None:
     r = conn.execute(
         select(users).where(users.c.tenant_id == tenant_id, users.c.email == email)
     ).first()
-    return _row_to_user(r) if r else None
+    return from_row(r) if r else None
 
 
 def address_version(conn: Connection, user: User) -> int:

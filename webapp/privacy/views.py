@@ -24,15 +24,14 @@ from flask import (
     url_for,
 )
 from flask_babel import gettext
-from flask_login import current_user, login_required
+from flask_login import login_required
 from werkzeug.exceptions import HTTPException
 
 from webapp import db, pages
 from webapp import forms as forms_core
-from webapp.accounts import ratelimit, users
+from webapp.accounts import ratelimit
 from webapp.accounts.commands import GENERIC, Outcome
-from webapp.accounts.session import sign_out
-from webapp.accounts.users import User
+from webapp.accounts.session import sign_out, signed_in_user
 from webapp.privacy import activity, downloads, exports, forms, restriction
 from webapp.privacy.export_workflow import folder
 from webapp.profile import views as profile_views
@@ -40,14 +39,6 @@ from webapp.profile.views import Screen, View
 
 log = logging.getLogger(__name__)
 bp = Blueprint("privacy", __name__, url_prefix="/privacy")
-
-
-def _me() -> User:
-    with db.reading() as conn:
-        user = users.get_user(conn, current_user.id)
-    if user is None:
-        raise LookupError("signed-in user has no row")
-    return user
 
 
 def _danger() -> dict[str, str]:
@@ -99,7 +90,7 @@ def _outcome(section: str, outcome: Outcome, form: forms.Form | None = None) -> 
 @bp.get("")
 @login_required
 def show() -> Response:
-    return respond(PRIVACY.view(_me(), None))
+    return respond(PRIVACY.view(signed_in_user(), None))
 
 
 @bp.get("/export")
@@ -107,7 +98,7 @@ def show() -> Response:
 def export_status() -> Response:
     """The section as it is now: htmx polls it every 2 s while the export is
     being prepared; without JavaScript the Refresh link loads the page."""
-    me = _me()
+    me = signed_in_user()
     live = None
     if request.args.get("poll") and forms_core.is_fragment():
         with db.reading() as conn:
@@ -128,16 +119,18 @@ def export_status() -> Response:
 @bp.post("/export")
 @login_required
 def export_request() -> Response:
-    outcome = exports.request_export(_me())
+    outcome = exports.request_export(signed_in_user())
     if not outcome.ok:
         return _outcome("export", outcome, forms.ExportForm())
-    return respond(PRIVACY.view(_me(), "export"), live=gettext("privacy.export.pending"))
+    return respond(
+        PRIVACY.view(profile_views.reread(), "export"), live=gettext("privacy.export.pending")
+    )
 
 
 @bp.get("/exports/<job_id>/download")
 @login_required
 def download(job_id: str) -> Response:
-    me = _me()
+    me = signed_in_user()
     client = downloads.Client(ratelimit.client_ip(), request.headers.get("User-Agent", ""))
     with db.transaction() as conn:
         job = exports.owned(conn, job_id, me)  # another user's job: exactly like none
@@ -179,7 +172,7 @@ def activity_more() -> Response:
         return make_response(
             render_template("error.html", message=gettext("privacy.activity.badCursor")), 400
         )
-    me = _me()
+    me = signed_in_user()
     if not forms_core.is_fragment():
         target = url_for("privacy.show", before=request.args.get("before"))
         return redirect(target + "#privacy-activity")  # type: ignore[return-value]
@@ -200,7 +193,7 @@ def restrict() -> Response:
         return profile_views.rejected("restrict", form, PRIVACY)
     if not profile_views.password_check_allowed():
         return profile_views.limited("restrict", form, PRIVACY)
-    outcome = restriction.restrict(_me(), form.current_password.data)
+    outcome = restriction.restrict(signed_in_user(), form.current_password.data)
     if not outcome.ok:
         return _outcome("restrict", outcome, form)
     sign_out()  # its sign-in row is gone already; drop the cookies too
@@ -250,7 +243,7 @@ def _unexpected(exc: Exception) -> Response | HTTPException:
     endpoint = (request.endpoint or "").rsplit(".", 1)[-1]
     section = SECTION_OF.get(endpoint)
     try:
-        user = _me()
+        user = profile_views.reread()
     except Exception:
         section = None
     if section is None:

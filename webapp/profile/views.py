@@ -17,24 +17,28 @@ from flask import (
     Blueprint,
     Flask,
     Response,
+    current_app,
     flash,
     get_flashed_messages,
     make_response,
     render_template,
     request,
+    session,
 )
-from flask_babel import format_date, gettext, refresh
+from flask_babel import format_date, get_locale, gettext, refresh
 from flask_login import current_user, login_required
+from markupsafe import Markup
 
 from webapp import db, pages
 from webapp import forms as forms_core
 from webapp.accounts import profile_commands as commands
 from webapp.accounts import ratelimit, users
 from webapp.accounts.commands import GENERIC, INVALID_CREDENTIALS, Outcome, check_password
-from webapp.accounts.session import refresh_session
+from webapp.accounts.session import refresh_session, signed_in_user
 from webapp.accounts.users import User
 from webapp.forms import Form
 from webapp.profile import forms
+from webapp.render_cache import RenderCache
 
 log = logging.getLogger(__name__)
 bp = Blueprint("profile", __name__, url_prefix="/profile")
@@ -63,8 +67,9 @@ class View:
         return self.success if section == self.section else None
 
 
-def _me() -> User:
-    # Re-read: the session's copy was loaded before this request's own change.
+def reread() -> User:
+    """The user's row read again, after this request changed it (the session's
+    copy, `signed_in_user()`, was loaded before the change)."""
     with db.reading() as conn:
         user = users.get_user(conn, current_user.id)
     if user is None:
@@ -93,6 +98,32 @@ def respond(view: View, status: int = 200) -> Response:
     )
 
 
+# The page as a plain GET shows it (nothing submitted, no banner): one
+# rendering per browser session, at most this many per app (about 8 KB each).
+KEPT_PAGES = 1000
+
+
+def blank_page(view: View) -> Response:
+    """`respond(view)` for a plain GET, kept per browser session and rendered
+    again as soon as anything it shows may differ: the account's version (every
+    event of the account moves it), the language, or the kind of request (htmx:
+    no autofocus). The browser session is its CSRF secret, which the page's
+    tokens are signed from; before it has one, the render makes it. The page
+    (nav included) may show only what the account's row, the app's config and
+    the language determine; anything else goes into the key."""
+    csrf_secret = session.get(current_app.config["WTF_CSRF_FIELD_NAME"])
+    if not csrf_secret:
+        return respond(view)
+    user = view.user
+    owner = (user.tenant_id, user.id, csrf_secret, forms_core.is_fragment())
+    version = (user.version, str(get_locale()))
+    kept: RenderCache = current_app.extensions["profile.blank_pages"]
+    html = kept.get_or_render(owner, version, lambda: Markup(respond(view).get_data(as_text=True)))
+    resp = make_response(str(html), 200)
+    resp.vary.add("HX-Request")  # as pages.render answers
+    return resp
+
+
 @dataclass(frozen=True)
 class Screen:
     """A screen made of sections (the profile, the privacy center): how it
@@ -115,7 +146,7 @@ def outcome_response(
     oob: tuple[str, ...] = (),
     screen: Screen = PROFILE,
 ) -> Response:
-    user = _me()
+    user = reread()
     if outcome.ok:  # the section comes back empty, with its message
         return screen.respond(screen.view(user, section, success=_text(outcome), oob=oob), 200)
     form = form or screen.blank(section, user.deletion_requested)
@@ -125,7 +156,7 @@ def outcome_response(
 
 def limited(section: str, form: Form, screen: Screen = PROFILE) -> Response:
     form.add_error(None, gettext("auth.errors.tooManyAttempts"))
-    return screen.respond(screen.view(_me(), section, form), 429)
+    return screen.respond(screen.view(signed_in_user(), section, form), 429)
 
 
 def password_check_allowed() -> bool:
@@ -140,14 +171,14 @@ def rejected(section: str, form: Form, screen: Screen = PROFILE) -> Response:
     if current.data and not current.errors:
         if not password_check_allowed():
             return limited(section, form, screen)
-        if not check_password(_me(), current.data):
+        if not check_password(signed_in_user(), current.data):
             form.add_error("current_password", gettext(INVALID_CREDENTIALS))
-    return screen.respond(screen.view(_me(), section, form), 422)
+    return screen.respond(screen.view(signed_in_user(), section, form), 422)
 
 
 def request_deletion(screen: Screen) -> Response:
     """The danger zone's *Delete account*, answered on `screen` (profile or privacy)."""
-    if _me().deletion_requested:  # a second tab: the section now offers Cancel
+    if signed_in_user().deletion_requested:  # a second tab: the section now offers Cancel
         return outcome_response(
             "danger", Outcome.error("profile.danger.alreadyRequested"), screen=screen
         )
@@ -158,7 +189,7 @@ def request_deletion(screen: Screen) -> Response:
         return limited("danger", form, screen)
     outcome = commands.request_deletion(current_user, form.current_password.data)
     if outcome.ok and outcome.session_token:
-        refresh_session(_me())  # every other session ends; this one stays to cancel
+        refresh_session(reread())  # every other session ends; this one stays to cancel
     return outcome_response("danger", outcome, form, screen=screen)
 
 
@@ -170,11 +201,11 @@ def cancel_deletion_on(screen: Screen) -> Response:
 @bp.get("")
 @login_required
 def show() -> Response:
-    view = View(_me())
+    view = View(signed_in_user())  # loaded once, by the session check
     for key in get_flashed_messages():
         if key == "profile.account.languageSaved":
             view.section, view.success = "account", gettext(key)
-    return respond(view)
+    return respond(view) if view.success else blank_page(view)
 
 
 @bp.post("/password")
@@ -189,7 +220,7 @@ def password() -> Response:
         current_user, form.current_password.data, form.new_password.data
     )
     if outcome.ok and outcome.session_token:
-        refresh_session(_me())
+        refresh_session(reread())
     return outcome_response("password", outcome, form)
 
 
@@ -220,7 +251,7 @@ def cancel_deletion() -> Response:
 @bp.post("/resend-verification")
 @login_required
 def resend_verification() -> Response:
-    me = _me()
+    me = signed_in_user()
     outcome = commands.resend_verification(me)
     if outcome.key.startswith("profile.account.resendLimit."):
         form = forms.blank("account", me.deletion_requested)
@@ -234,7 +265,7 @@ def resend_verification() -> Response:
 def sessions() -> Response:
     outcome = commands.revoke_other_sessions(current_user)
     if outcome.session_token:
-        refresh_session(_me())
+        refresh_session(reread())
     return outcome_response("account", outcome)
 
 
@@ -253,7 +284,7 @@ def language() -> Response:
         resp.headers["HX-Refresh"] = "true"
         resp.vary.add("HX-Request")
         return resp
-    refresh_session(_me())  # the page renders in the new language
+    refresh_session(reread())  # the page renders in the new language
     refresh()
     return outcome_response("account", outcome)
 
@@ -276,7 +307,7 @@ def _unexpected(exc: Exception) -> Response:
         "language": "account",
     }.get(section, section)
     try:
-        user = _me()
+        user = reread()
     except Exception:
         return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
     if section not in SECTIONS:
@@ -289,4 +320,5 @@ def _unexpected(exc: Exception) -> Response:
 
 
 def init_app(app: Flask) -> None:
+    app.extensions["profile.blank_pages"] = RenderCache(size=KEPT_PAGES)
     app.register_blueprint(bp)
