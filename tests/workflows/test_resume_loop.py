@@ -81,6 +81,16 @@ def test_without_a_live_loop_a_due_step_is_an_rq_resume_run_job(wf, work, redis,
     assert types(run.run_id).count("step.resumed") == 1
 
 
+def test_requests_are_taken_oldest_first(app, redis):
+    for i in range(3):
+        redis.set(timers.ALIVE_KEY, "1", px=timers.LOOP_ALIVE_MS)
+        timers.request_resume("default", f"r{i}", 0)
+    assert resumer.pop(redis, block_s=0.1) == [b"default|r0|0", b"default|r1|0", b"default|r2|0"]
+    timers.request_resume("default", "r3", 0)
+    resumer.give_back(redis, [b"default|r2|0"])
+    assert resumer.pop(redis, block_s=0.1) == [b"default|r2|0", b"default|r3|0"]
+
+
 def test_a_request_is_validated_first_and_a_bad_one_changes_nothing(wf, work, redis, clock):
     wf(w.workflow("loop-bad", on="loop.bad", steps=[w.wait("nap", "PT1S"), w.ret(1)]))
     emit("loop.bad", {})

@@ -3,7 +3,7 @@ advance, a helper drain. Redis only carries "there is work": when it loses a
 job, the minute sweep re-discovers it from the database.
 
 A resume due now goes to the resume loop of the workers (`resumer`): one
-LPUSH onto a Redis list, popped by a thread in every worker that claims it at
+RPUSH onto a Redis list, popped by a thread in every worker that claims it at
 once, without RQ's per-job cost and without waiting behind other jobs. Only
 while no resume loop has shown itself alive within `LOOP_ALIVE_MS` (no worker
 running, or a plain RQ worker as in tests) is it an RQ `resume-run` job."""
@@ -38,7 +38,7 @@ LOOP_ALIVE_MS = 5000
 # One round trip: push for the resume loops if one is alive, else tell the caller.
 _PUSH_IF_ALIVE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('LPUSH', KEYS[2], unpack(ARGV))
+  redis.call('RPUSH', KEYS[2], unpack(ARGV))
   return 1
 end
 return 0
