@@ -35,7 +35,7 @@ from webapp.config import ConfigError
 from webapp.jobs.queue import QUEUES
 from webapp.logs import setup
 from webapp.redis_conn import redis_for
-from webapp.workflows import timer
+from webapp.workflows import resumer, timer
 from worker.resilience import (
     Backoff,
     Outage,
@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 MAX_INFRA_RETRIES = 20  # per job; each retry only once the services answer again
 OUTAGE_WAIT_S = 600.0  # a job waits this long for the services, then fails as usual
+RESUME_LOOP_STOP_S = 10.0  # on shutdown, how long the resume loop may finish its batch
 
 _db_outage = Outage("database or Redis (job failed)", log)
 
@@ -193,13 +194,20 @@ def main() -> None:
     # The precise workflow timer and the expired-lease check run beside the
     # jobs in every worker: a run whose worker died continues once any worker lives.
     timer.start_thread(app)
-    with app.app_context():
-        run(
-            redis_for(cfg.redis_url),
-            cfg.log_level,
-            worker_class,
-            f"{socket.gethostname()}-{os.getpid()}",
-        )
+    # So does the resume loop: a step due now is claimed by a thread that waits
+    # for nothing else, not queued behind other jobs (webapp.workflows.resumer).
+    stop_resumes, resumes = resumer.start_thread(app)
+    try:
+        with app.app_context():
+            run(
+                redis_for(cfg.redis_url),
+                cfg.log_level,
+                worker_class,
+                f"{socket.gethostname()}-{os.getpid()}",
+            )
+    finally:
+        stop_resumes.set()  # the batch in hand is finished, the rest stays queued
+        resumes.join(timeout=RESUME_LOOP_STOP_S)
 
 
 if __name__ == "__main__":

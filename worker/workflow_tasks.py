@@ -41,3 +41,9 @@ def drain(tenant_id: str) -> int:
 @in_app
 def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
     return resume.advance_many(tenant_id, run_ids)
+
+
+@in_app
+def continue_run(tenant_id: str, run_id: str, token: str) -> str:
+    """The resume loop's hand-off: run on under the lease its claim took."""
+    return resume.continue_leased(tenant_id, run_id, token)

@@ -98,13 +98,14 @@ def test_backlog_drains_past_one_batch_and_in_parallel(app, wf, clock):
     from webapp.workflows.readmodel import upsert  # noqa: F401
 
     d = wf(w.workflow("bulk", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
+    total = drains.BATCH + 50  # past one batch
     with db.transaction() as conn:
-        for i in range(250):
+        for i in range(total):
             e = emit_in(conn, i)
             trigger.start_run(conn, d, "default", e, None)
     for r in runs("bulk"):
         resume.advance("default", r.run_id)
-    assert len(pending()) == 250
+    assert len(pending()) == total
     clock.advance(120)
 
     def drain(_):
@@ -112,9 +113,9 @@ def test_backlog_drains_past_one_batch_and_in_parallel(app, wf, clock):
             return drains.drain("default", helpers=False)
 
     counts = parallel(2, drain)
-    assert sum(counts) >= 250
+    assert sum(counts) >= total
     statuses = [r.status for r in runs("bulk")]
-    assert statuses.count("completed") == 250
+    assert statuses.count("completed") == total
     for r in runs("bulk")[:20]:
         assert types(r.run_id).count("step.resumed") == 1
 

@@ -68,6 +68,12 @@ def registered() -> list[AsyncProjection]:
     return list(_registry.values())
 
 
+def subscribed(event_types: Iterable[str]) -> bool:
+    """Whether any registered projection reads one of these event types."""
+    wanted = set(event_types)
+    return any(p.event_types & wanted for p in _registry.values())
+
+
 def get(name: str) -> AsyncProjection:
     try:
         return _registry[name]

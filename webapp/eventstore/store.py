@@ -20,6 +20,7 @@ from sqlalchemy import Connection, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from webapp import clock
+from webapp.eventstore import bulk
 from webapp.eventstore.tables import event_counter, events
 
 ANY = -1  # expected_version that accepts whatever the stream is at
@@ -116,6 +117,7 @@ def append(
     new_events: Sequence[NewEvent],
     expected_version: int,
     meta: Metadata | None = None,
+    dispatch: bool = True,
 ) -> list[Event]:
     """Append events to one stream inside the caller's transaction.
 
@@ -123,6 +125,8 @@ def append(
     Raises VersionConflict when another writer got there first. On PostgreSQL a
     conflict found by the unique constraint aborts the transaction: a caller that
     wants to carry on after a conflict wraps the append in `conn.begin_nested()`.
+    `dispatch=False`: the caller knows no async projection subscribes to these
+    event types, so their commit need not queue a projection dispatch.
     """
     if not new_events:
         return []
@@ -154,7 +158,7 @@ def append(
         base = expected_version
     first_position = int(last) - len(new_events) + 1
     out = _build(stream, new_events, base, first_position, meta)
-    _store(conn, out, stream, expected_version)
+    _store(conn, out, stream, expected_version, dispatch)
     return out
 
 
@@ -162,10 +166,12 @@ def append_many(
     conn: Connection,
     batch: Sequence[tuple[StreamId, Sequence[NewEvent], int]],
     meta: Metadata | None = None,
+    dispatch: bool = True,
 ) -> list[list[Event]]:
     """Append to many streams at once: one version read, one counter bump, one
     insert. All or nothing: the first stream whose expected version does not
-    hold raises VersionConflict (ANY is not accepted here)."""
+    hold raises VersionConflict (ANY is not accepted here). `dispatch` as in
+    `append`."""
     batch = [(s, evs, v) for s, evs, v in batch if evs]
     if not batch:
         return []
@@ -192,7 +198,8 @@ def append_many(
     for stream, new_events, expected in batch:
         out.append(_build(stream, new_events, expected, position, meta))
         position += len(new_events)
-    _store(conn, [e for stream_events in out for e in stream_events], batch[0][0], batch[0][2])
+    flat = [e for stream_events in out for e in stream_events]
+    _store(conn, flat, batch[0][0], batch[0][2], dispatch)
     return out
 
 
@@ -237,13 +244,22 @@ def _build(
     ]
 
 
-def _store(conn: Connection, out: list[Event], stream: StreamId, expected_version: int) -> None:
+def _store(
+    conn: Connection, out: list[Event], stream: StreamId, expected_version: int, dispatch: bool
+) -> None:
     """Insert built events, then run the inline projections of each."""
     try:
-        conn.execute(events.insert(), [_row(e) for e in out])
+        if len(out) > 1 and conn.dialect.name == "postgresql":
+            # One statement with one parameter, whatever the batch size: the
+            # server parses it once (psycopg prepares it), instead of one
+            # INSERT per event.
+            bulk.insert_events(conn, [_row(e) for e in out])
+        else:
+            conn.execute(events.insert(), [_row(e) for e in out])
     except IntegrityError as exc:
         raise VersionConflict(stream, expected_version) from exc
-    conn.info["events_appended"] = conn.info.get("events_appended", 0) + len(out)
+    if dispatch:  # after commit: one projection dispatch (webapp.db.transaction)
+        conn.info["events_appended"] = conn.info.get("events_appended", 0) + len(out)
     for e in out:
         for handler in _inline.get(e.type, ()):
             handler(conn, e)

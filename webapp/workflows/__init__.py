@@ -7,7 +7,7 @@ Layers, each importing only those above it in this list (docs/workflows.md,
 - interpreter: interpreter/ (one module per step kind)
 - persistence: events, tables, readmodel, batch, projection, runs
 - scheduling: infra, timers, leases, state, outcomes, suspend, runner, claims,
-  drain, resume, sweep, timer
+  drain, resume, sweep, timer, resumer
 - triggers: trigger, wakeup, erasure, registry
 - entry points: ops, cli, views, this package's init_app, worker/workflow_tasks
 """

@@ -7,15 +7,18 @@ caller's transaction knows, e.g. the new lease)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, String, bindparam, cast, column, delete, update
-from sqlalchemy import values as sa_values
+from sqlalchemy import JSON, Connection, Integer, TextClause, bindparam, delete, text, update
 
 from webapp import clock, db
-from webapp.eventstore import Event
+from webapp.db import UTCDateTime
+from webapp.eventstore import Event, bulk
 from webapp.workflows import events as ev
 from webapp.workflows import readmodel as rm
 from webapp.workflows.tables import workflow_run_pending, workflow_runs
@@ -45,10 +48,13 @@ def flush(
     conn: Connection,
     collected: Sequence[Event],
     extra: dict[tuple[str, str], dict[str, Any]] | None = None,
+    running: bool = False,
 ) -> None:
     """Apply the collected run events (in order) like their inline handlers
     would, then `extra` values per (tenant, run). Every run must have its
-    `workflow_runs` row already (a batch works on locked, existing runs)."""
+    `workflow_runs` row already (a batch works on locked, existing runs).
+    `running`: every run was running under the caller's lease, so it has no
+    pending row in the table (a resume deleted it): no DELETE to send."""
     now = clock.now()
     cleared: dict[str, set[str]] = {}
     new_rows: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -74,7 +80,7 @@ def flush(
             raise ValueError(f"cannot batch {e.type}")
     for key, more in (extra or {}).items():
         runs_values.setdefault(key, {}).update(more, updated_at=now)
-    for tenant_id, run_ids in cleared.items():
+    for tenant_id, run_ids in ({} if running else cleared).items():
         conn.execute(
             delete(workflow_run_pending).where(
                 workflow_run_pending.c.tenant_id == tenant_id,
@@ -92,7 +98,9 @@ def flush(
 
 def update_runs(conn: Connection, runs_values: dict[tuple[str, str], dict[str, Any]]) -> None:
     """UPDATE many runs rows: per distinct set of columns one UPDATE .. FROM
-    (VALUES ..) on PostgreSQL (one round trip), one executemany on SQLite."""
+    json_to_recordset(..) on PostgreSQL (one round trip, one parameter, so the
+    statement text is the same for any batch size: compiled once, prepared by
+    the server), one executemany on SQLite."""
     groups: dict[tuple[str, ...], list[tuple[str, str, dict[str, Any]]]] = {}
     for (tenant_id, run_id), values in sorted(runs_values.items()):
         if values:
@@ -115,20 +123,32 @@ def update_runs(conn: Connection, runs_values: dict[tuple[str, str], dict[str, A
                 ],
             )
             continue
-        for start in range(0, len(items), 500):
-            chunk = items[start : start + 500]
-            rows = sa_values(
-                column("k_tenant", String),
-                column("k_run", String),
-                *[column(f"v_{c}", workflow_runs.c[c].type) for c in cols],
-                name="v",
-            ).data([(t, r, *(v[c] for c in cols)) for t, r, v in chunk])
-            conn.execute(
-                update(workflow_runs)
-                .where(
-                    workflow_runs.c.tenant_id == rows.c.k_tenant,
-                    workflow_runs.c.run_id == rows.c.k_run,
-                )
-                # a column that is NULL in every row would be text: cast each
-                .values({c: cast(rows.c[f"v_{c}"], workflow_runs.c[c].type) for c in cols})
-            )
+        rows = [{"k_tenant": t, "k_run": r, **{c: v[c] for c in cols}} for t, r, v in items]
+        conn.execute(_pg_update(cols), {"rows": json.dumps(rows, default=_json_value)})
+
+
+@lru_cache(maxsize=64)
+def _pg_update(cols: tuple[str, ...]) -> TextClause:
+    fields = ", ".join(f'"{c}" {_pg_type(workflow_runs.c[c].type)}' for c in cols)
+    sets = ", ".join(f'"{c}" = v."{c}"' for c in cols)
+    return text(
+        f"UPDATE workflow_runs AS r SET {sets} "
+        f"FROM json_to_recordset(CAST(:rows AS json)) AS v(k_tenant text, k_run text, {fields}) "
+        "WHERE r.tenant_id = v.k_tenant AND r.run_id = v.k_run"
+    )
+
+
+def _pg_type(t: Any) -> str:
+    if isinstance(t, JSON):
+        return "json"
+    if isinstance(t, UTCDateTime):
+        return "timestamptz"
+    if isinstance(t, Integer):
+        return "int"
+    return "text"
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return bulk.instant(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -67,7 +67,7 @@ def settled(row: Any, pending: Any) -> bool:
     )
 
 
-def _lock_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> list[Any]:
+def lock_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> list[Any]:
     """(pending, runs row) for the given (run, step) keys, locked (PostgreSQL):
     the runs rows first, as every other writer of a run does."""
     run_ids = sorted({rid for rid, _ in keys})
@@ -212,7 +212,7 @@ def claim_batch(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Clai
 
 def claim(conn: Connection, tenant_id: str, run_id: str, step_index: int) -> Claim:
     """Rules 2-7 of resume-run for one (run, step), inside the caller's transaction."""
-    pairs = _lock_keys(conn, tenant_id, [(run_id, step_index)])
+    pairs = lock_keys(conn, tenant_id, [(run_id, step_index)])
     if not pairs:  # rule 2
         return Claim(ALREADY)
     return claim_batch(conn, tenant_id, pairs)[0]

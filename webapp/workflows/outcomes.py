@@ -149,7 +149,7 @@ def _finish(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
             out[o.run_id] = o.status
             if o.wake_at is not None:
                 schedule_resume(conn, tenant_id, o.run_id, o.step_index, o.wake_at)
-        runs.append_batch(conn, batch, extra)
+        runs.append_batch(conn, batch, extra, running=True)  # each row checked running above
     return out
 
 

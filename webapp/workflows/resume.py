@@ -4,6 +4,7 @@ continue it (`runner`)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -15,10 +16,19 @@ from webapp.eventstore.tables import tenants
 from webapp.workflows import catalog, leases, runner, runs
 from webapp.workflows import events as ev
 from webapp.workflows.batch import update_runs
-from webapp.workflows.claims import ALREADY, FAILED, RESUMED, claim, validate
+from webapp.workflows.claims import (
+    ALREADY,
+    FAILED,
+    RESUMED,
+    claim,
+    claim_batch,
+    lock_keys,
+    validate,
+)
 from webapp.workflows.drain import continue_runs
 from webapp.workflows.state import RunState
 from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.timers import schedule_resume
 
 log = logging.getLogger("webapp.workflows")
 
@@ -28,6 +38,7 @@ __all__ = [
     "RESUMED",
     "advance",
     "pending_wake_at",
+    "resume_many",
     "resume_run",
     "validate_request",
 ]
@@ -65,6 +76,51 @@ def resume_run(tenant_id: str, run_id: Any, step_index: Any) -> str:
     assert c.token is not None and c.state is not None
     runner.execute(tenant_id, rid, c.token, c.state)
     return RESUMED
+
+
+def resume_many(
+    tenant_id: str,
+    keys: list[tuple[str, int]],
+    handoff: Callable[[str, str, str], None] | None = None,
+) -> dict[tuple[str, int], str]:
+    """resume-run for many validated (run, step) keys of one tenant: the due
+    rows claimed in one transaction (rules 2-7 per row, as `claim`), the quick
+    continuations finished together (`continue_runs`). A slow continuation is
+    passed to `handoff(tenant, run, token)` when given, else run here. A row
+    not due yet goes back to the timer ("not-due")."""
+    out: dict[tuple[str, int], str] = dict.fromkeys(keys, ALREADY)  # rule 2: no row
+    try:
+        with db.transaction() as conn:
+            pairs = lock_keys(conn, tenant_id, keys)
+            now = clock.now()
+            for p, _ in pairs:
+                if p.wake_at > now:
+                    out[(p.run_id, p.step_index)] = "not-due"
+                    schedule_resume(conn, tenant_id, p.run_id, p.step_index, p.wake_at)
+            due = [(p, row) for p, row in pairs if p.wake_at <= now]
+            claims = claim_batch(conn, tenant_id, due)
+    except VersionConflict:
+        # another resume won a stream's version: decide row by row (rule 5)
+        return {(rid, idx): resume_run(tenant_id, rid, idx) for rid, idx in keys}
+    quick: list[RunState] = []
+    for (p, _), c in zip(due, claims, strict=True):
+        out[(p.run_id, p.step_index)] = c.outcome
+        if c.outcome != RESUMED or c.state is None:
+            continue
+        if runner.quick(c.state):
+            quick.append(c.state)
+        elif handoff is not None:
+            handoff(tenant_id, c.state.run_id, c.state.token)
+        else:
+            runner.execute(tenant_id, c.state.run_id, c.state.token, c.state)
+    continue_runs(tenant_id, quick)
+    return out
+
+
+def continue_leased(tenant_id: str, run_id: str, token: str) -> str:
+    """Continue a run whose lease `token` a claim took (the resume loop's
+    hand-off): "lost" when the lease has moved on meanwhile."""
+    return runner.execute(tenant_id, run_id, token)
 
 
 def pending_wake_at(tenant_id: str, run_id: str, step_index: int) -> datetime | None:

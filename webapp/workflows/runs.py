@@ -9,7 +9,16 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from webapp import clock, db
-from webapp.eventstore import Event, Metadata, NewEvent, StreamId, append, append_many, read_all
+from webapp.eventstore import (
+    Event,
+    Metadata,
+    NewEvent,
+    StreamId,
+    append,
+    append_many,
+    projections,
+    read_all,
+)
 from webapp.workflows import batch as batchmod
 from webapp.workflows import events as ev
 from webapp.workflows import match as matchmod
@@ -52,30 +61,42 @@ def owned(conn: Connection, tenant_id: str, run_id: str, token: str) -> Any:
     return row
 
 
+def dispatch_for(types: set[str]) -> bool:
+    """Run events are read by their inline projections; a projection dispatch
+    after their commit is only needed when an async projection (a workflow
+    triggered by, or waiting for, a run event) subscribes to one of them."""
+    return projections.subscribed(types)
+
+
 def append_run_event(
     conn: Connection, row: Any, type_: str, payload: dict[str, Any], actor: str | None = None
 ) -> Event:
     """Append to the run's stream at the version the (locked) runs row says;
     `actor` (an operator's action) goes into the event's metadata."""
     s = stream(row.tenant_id, row.run_id)
-    return append(conn, s, [NewEvent(type_, payload)], row.version, Metadata(actor=actor))[0]
+    new = [NewEvent(type_, payload)]
+    meta = Metadata(actor=actor)
+    return append(conn, s, new, row.version, meta, dispatch=dispatch_for({type_}))[0]
 
 
 def append_batch(
     conn: Connection,
     batch: list[tuple[StreamId, list[NewEvent], int]],
     extra: dict[tuple[str, str], dict[str, Any]] | None = None,
+    running: bool = False,
 ) -> None:
     """Append run events to many run streams (each at its expected version) and
-    apply their projections set-based, plus `extra` runs columns per run."""
+    apply their projections set-based, plus `extra` runs columns per run
+    (`running` as in `batch.flush`)."""
     if not batch:
         return
+    dispatch = dispatch_for({e.type for _, evs, _ in batch for e in evs})
     with batchmod.batched(conn) as collected:
         if len(batch) == 1:
-            append(conn, *batch[0])  # one round trip fewer than append_many
+            append(conn, *batch[0], dispatch=dispatch)  # one round trip fewer than append_many
         else:
-            append_many(conn, batch)
-    batchmod.flush(conn, collected, extra)
+            append_many(conn, batch, dispatch=dispatch)
+    batchmod.flush(conn, collected, extra, running)
 
 
 def save(conn: Connection, row: Any, **values: Any) -> None:

@@ -45,7 +45,7 @@ def fire_due(r: Redis, now_ms: int) -> int:
         if not r.zrem(timers.TIMER_KEY, member):
             continue  # another timer took it
         tenant_id, run_id, step = timers.parse_member(member)
-        enqueue(timers.RESUME_FUNC, tenant_id, run_id, step)
+        timers.request_resume(tenant_id, run_id, step)
         fired += 1
     return fired
 

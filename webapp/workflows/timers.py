@@ -1,6 +1,12 @@
 """Asking a worker for work after commit: a resume now or at a time, an
 advance, a helper drain. Redis only carries "there is work": when it loses a
-job, the minute sweep re-discovers it from the database."""
+job, the minute sweep re-discovers it from the database.
+
+A resume due now goes to the resume loop of the workers (`resumer`): one
+RPUSH onto a Redis list, popped by a thread in every worker that claims it at
+once, without RQ's per-job cost and without waiting behind other jobs. Only
+while no resume loop has shown itself alive within `LOOP_ALIVE_MS` (no worker
+running, or a plain RQ worker as in tests) is it an RQ `resume-run` job."""
 
 from __future__ import annotations
 
@@ -20,10 +26,23 @@ log = logging.getLogger("webapp.workflows")
 RESUME_FUNC = "worker.workflow_tasks.resume_run"
 ADVANCE_FUNC = "worker.workflow_tasks.advance"
 ADVANCE_MANY_FUNC = "worker.workflow_tasks.advance_many"
+CONTINUE_FUNC = "worker.workflow_tasks.continue_run"
 DRAIN_FUNC = "worker.workflow_tasks.drain"
 HELPER_KEY = "webapp:wf:drain-helper:{tenant}"
 TIMER_KEY = "webapp:wf:timers"  # sorted set: "tenant|run|step" scored by wake-up ms
 POKE_KEY = "webapp:wf:timers:poke"  # pushed when a wake-up is added: the timer re-plans
+RESUME_KEY = "webapp:wf:resume"  # list of "tenant|run|step" due now, for the resume loops
+ALIVE_KEY = "webapp:wf:resume:alive"  # set (with an expiry) by every live resume loop
+LOOP_ALIVE_MS = 5000
+
+# One round trip: push for the resume loops if one is alive, else tell the caller.
+_PUSH_IF_ALIVE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('RPUSH', KEYS[2], unpack(ARGV))
+  return 1
+end
+return 0
+"""
 
 
 def to_ms(at: datetime) -> int:
@@ -55,6 +74,21 @@ def add_timer(tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -
         )
 
 
+def request_resume(tenant_id: str, run_id: str, step_index: int) -> None:
+    """Now (call it after commit): resume this due step, through the resume
+    loops when one is alive, else as an RQ resume-run job."""
+    try:
+        r = get_redis()
+        if r.eval(_PUSH_IF_ALIVE, 2, ALIVE_KEY, RESUME_KEY, member(tenant_id, run_id, step_index)):
+            return
+    except RedisError as exc:
+        log.warning(
+            "resume not queued; the sweep will catch up", extra={"error_class": type(exc).__name__}
+        )
+        return
+    enqueue(RESUME_FUNC, tenant_id, run_id, step_index)
+
+
 def schedule_resume(
     conn: Connection, tenant_id: str, run_id: str, step_index: int, wake_at: datetime
 ) -> None:
@@ -64,12 +98,18 @@ def schedule_resume(
 
     def go() -> None:
         if due_now:
-            enqueue(RESUME_FUNC, tenant_id, run_id, step_index)
+            request_resume(tenant_id, run_id, step_index)
         else:
             add_timer(tenant_id, run_id, step_index, wake_at)
 
     if has_app_context():
         db.after_commit(conn, go)
+
+
+def request_continue(tenant_id: str, run_id: str, token: str) -> None:
+    """Now: continue a run whose lease `token` was just taken, in an RQ job.
+    Lost, the lease expires and the timer re-dispatches the run (`advance`)."""
+    enqueue(CONTINUE_FUNC, tenant_id, run_id, token)
 
 
 def schedule_advance(conn: Connection, tenant_id: str, run_id: str) -> None:

@@ -1,0 +1,119 @@
+"""The resume loop: resume-run without RQ, in a thread of every worker.
+
+A step due now (an awaited event woke it, its timer fired, a look-back found
+its event) is pushed as "tenant|run|step" onto a Redis list
+(`timers.request_resume`). Each worker's loop pops it (with whatever else is
+waiting, up to `BATCH`), validates it like every resume-run entry (rule 1),
+claims the due rows of a tenant in one transaction (`resume.resume_many`:
+rules 2-7, the same claim as the job's) and finishes the quick continuations
+together. A continuation that needs commits of its own (a mail, a webhook,
+a wait for an event ...) is handed to RQ under the lease the claim took
+(`continue-run`), so one slow run never holds up the next resume.
+
+Nothing here is the truth: a request lost with Redis, or popped by a worker
+that dies before its claim commits, is a due pending row that the minute
+sweep drains. An outage while handling a batch puts the batch back on the
+list (a second claim of a step already resumed answers already-resumed).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from flask import Flask
+from redis import Redis
+
+from webapp.redis_conn import get_redis
+from webapp.workflows import infra, resume, timers
+
+log = logging.getLogger("webapp.workflows")
+
+BATCH = 100
+BLOCK_S = 1.0  # longest wait for a request; also how often the loop says it is alive
+
+
+def pop(r: Redis, block_s: float = BLOCK_S) -> list[Any]:
+    """The requests waiting, oldest first (up to BATCH); when there are none,
+    wait up to `block_s` for the next one and return it alone at once."""
+    pipe = r.pipeline(transaction=True)
+    pipe.lrange(timers.RESUME_KEY, 0, BATCH - 1)
+    pipe.ltrim(timers.RESUME_KEY, BATCH, -1)
+    waiting, _ = pipe.execute()
+    if waiting:
+        return list(waiting)
+    first = r.blpop([timers.RESUME_KEY], timeout=block_s)
+    return [] if first is None else [first[1]]
+
+
+def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
+    """Resume what the requests ask for, one claim transaction per tenant.
+    A request that fails validation is logged and dropped."""
+    by_tenant: dict[str, set[tuple[str, int]]] = {}
+    for item in raw:
+        try:
+            tenant_id, run_id, step = timers.parse_member(item)
+            tenant_id, run_id, step = resume.validate_request(tenant_id, run_id, step)
+        except ValueError as exc:
+            log.warning("resume request refused", extra={"error": str(exc)})
+            continue
+        by_tenant.setdefault(tenant_id, set()).add((run_id, step))
+    out: dict[tuple[str, str, int], str] = {}
+    for tenant_id, keys in by_tenant.items():
+        done = resume.resume_many(tenant_id, sorted(keys), handoff=timers.request_continue)
+        out.update({(tenant_id, run_id, step): v for (run_id, step), v in done.items()})
+    return out
+
+
+def give_back(r: Redis, raw: list[Any]) -> None:
+    """Put requests back at the head of the list (an outage stopped them)."""
+    try:
+        if raw:
+            r.lpush(timers.RESUME_KEY, *reversed(raw))
+    except Exception as exc:  # Redis is gone too: the sweep finds the due rows
+        log.warning("resume requests dropped", extra={"error_class": type(exc).__name__})
+
+
+def loop(stop: threading.Event) -> None:
+    alive_until = 0.0
+    outage = False
+    while not stop.is_set():
+        raw: list[Any] = []
+        r = get_redis()
+        try:
+            if time.monotonic() >= alive_until:
+                r.set(timers.ALIVE_KEY, "1", px=timers.LOOP_ALIVE_MS)
+                alive_until = time.monotonic() + BLOCK_S
+            raw = pop(r)
+            if raw:
+                handle(raw)
+            if outage:
+                log.info("workflow resume loop reconnected")
+                outage = False
+        except Exception as exc:  # never die of an outage (or of one bad batch)
+            if not infra.is_infrastructure(exc):
+                log.exception("resume batch failed; the sweep will retry its rows")
+                continue
+            give_back(r, raw)
+            if not outage:
+                log.warning(
+                    "workflow resume loop: outage", extra={"error_class": type(exc).__name__}
+                )
+                outage = True
+            stop.wait(1.0)
+
+
+def start_thread(app: Flask) -> tuple[threading.Event, threading.Thread]:
+    """Run the loop in a daemon thread of this process (with an app context).
+    Set the event to stop it; the batch in hand is finished first."""
+    stop = threading.Event()
+
+    def run() -> Any:
+        with app.app_context():
+            loop(stop)
+
+    thread = threading.Thread(target=run, name="workflow-resume-loop", daemon=True)
+    thread.start()
+    return stop, thread
