@@ -22,7 +22,6 @@ PostgreSQL for every runs-list variant.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
@@ -36,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import services
+from bench.common import services, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "admin.json"
@@ -213,15 +212,7 @@ def print_table(r: dict[str, Any]) -> None:
         print(f"  {name:<32} {f['p50_ms']:>8.2f} {f['p95_ms']:>8.2f} {f['ratio_p50']:>7.1f}")
 
 
-def write(r: dict[str, Any]) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    data[r["backend"]] = r
-    RESULTS.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    print(f"\nwrote {RESULTS.relative_to(ROOT)} [{r['backend']}]")
-
-
 if __name__ == "__main__":
     result = main()
     print_table(result)
-    write(result)
+    write_result(RESULTS, result)

@@ -8,9 +8,11 @@ flushed (so only ever point BENCH_* at scratch services).
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 
 def services(stack: ExitStack, tmp: Path, reset: bool) -> tuple[str, str]:
@@ -38,3 +40,18 @@ def services(stack: ExitStack, tmp: Path, reset: bool) -> tuple[str, str]:
 
     upgrade(db_url)
     return db_url, redis_url
+
+
+def write_result(path: Path, result: dict[str, Any]) -> None:
+    """Store `result` under its backend in the results file (other backends' entries
+    stay), and say so."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:  # a half-written file from an interrupted run
+            data = {}
+    data[result["backend"]] = result
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    print(f"\nwrote {path.relative_to(path.parents[2])} [{result['backend']}]")

@@ -30,7 +30,6 @@ their storage stays Redis.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
@@ -46,7 +45,7 @@ from urllib.parse import urlencode
 import requests
 
 from bench import wrk
-from bench.common import services
+from bench.common import services, write_result
 from bench.servers import GUNICORN_THREADS, GUNICORN_WORKERS, start_gunicorn, stop, worker_rss_mib
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -294,18 +293,10 @@ def print_table(r: dict[str, Any]) -> None:
     print(f"\nresident memory per gunicorn worker (MiB): app {rss['app']}, hello {rss['hello']}")
 
 
-def write(r: dict[str, Any]) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    data[r["backend"]] = r
-    RESULTS.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    print(f"\nwrote {RESULTS.relative_to(ROOT)} [{r['backend']}]")
-
-
 if __name__ == "__main__":
     try:
         result = main()
     except wrk.WrkMissing as exc:
         raise SystemExit(str(exc)) from None
     print_table(result)
-    write(result)
+    write_result(RESULTS, result)

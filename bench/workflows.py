@@ -18,7 +18,6 @@ The table compares each figure with the issue's "today", floor and goal.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
@@ -31,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import services
+from bench.common import services, write_result
 from webapp.workflows import api as w
 from webapp.workflows import match
 
@@ -415,16 +414,7 @@ def main() -> dict[str, Any]:
                 for k, (t, f, g, low) in TARGETS.items()
             },
         }
-    out = ROOT / "bench" / "results" / "workflows.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    existing: dict[str, Any] = {}
-    if out.exists():
-        try:
-            existing = json.loads(out.read_text())
-        except ValueError:
-            existing = {}
-    existing[result["backend"]] = result
-    out.write_text(json.dumps(existing, indent=2, sort_keys=True) + "\n")
+    write_result(ROOT / "bench" / "results" / "workflows.json", result)
     print_table(result)
     return result
 
