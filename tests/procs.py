@@ -186,6 +186,10 @@ class TcpProxy:
 
     def stop(self) -> None:
         if self._listener is not None:
+            # shutdown() first: close() alone leaves the accept() blocked in the
+            # other thread holding the port open, and it goes on relaying.
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
             self._listener = None
         with self._lock:

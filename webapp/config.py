@@ -160,6 +160,8 @@ class Config:
     workflow_modules: tuple[str, ...] = ()
     # how often the scheduler checks that Redis still holds every schedule entry
     scheduler_resync_seconds: int = 15
+    # /healthz answers from a database check at most this old (0: check every request)
+    healthz_cache_ms: int = 1000
     secrets: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -205,6 +207,7 @@ class Config:
             webhook_max_body=_int(env, "WEBHOOK_MAX_BODY", 256 * 1024, 1024, 10 * 2**20),
             workflow_modules=_module_list(env, "WORKFLOW_MODULES"),
             scheduler_resync_seconds=_int(env, "SCHEDULER_RESYNC_SECONDS", 15, 1, 3600),
+            healthz_cache_ms=_int(env, "HEALTHZ_CACHE_MS", 1000, 0, 60000),
             # Named secrets for webhooks (SECRET_<NAME>=value), looked up by name only.
             secrets={
                 k[len("SECRET_") :].lower(): v

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,13 +24,15 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Engine, MetaData, TypeDecorator, create_engine, event
-from sqlalchemy.pool import QueuePool
+from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection, QueuePool
 
 log = logging.getLogger(__name__)
 
 metadata = MetaData()
 
 _engine: Engine | None = None
+_readers: Engine | None = None  # the same pool, for `reading()`
 _after_commit_hooks: list[Callable[[Connection], object]] = []
 # The innermost open `transaction()` of this thread/task (webapp.events.publish joins it).
 _current: ContextVar[Connection | None] = ContextVar("current_transaction", default=None)
@@ -38,6 +41,15 @@ _current: ContextVar[Connection | None] = ContextVar("current_transaction", defa
 # threads, the worker's jobs and the scheduler fit), more are opened on demand.
 POOL_SIZE = 10
 MAX_OVERFLOW = 20
+# A server connection idle in the pool longer than this is pinged before use;
+# one used more recently is trusted (HikariCP's "alive bypass window"). Under
+# load that saves a round trip on nearly every checkout; a connection broken
+# within the window fails its statement instead, which invalidates the whole
+# pool (SQLAlchemy's disconnect handling), so the next checkouts reconnect.
+ALIVE_BYPASS_SECONDS = 0.5
+# Execution option: the statement a transaction starts with (None: no transaction).
+BEGIN = "db.begin"
+_RETURNED_AT = "db.returned_at"
 
 
 def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
@@ -77,20 +89,67 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA busy_timeout=30000")
             cur.close()
 
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Connection) -> None:
-            mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
-            conn.exec_driver_sql(f"BEGIN {mode}")
-
+        _begin_explicitly(engine, "BEGIN DEFERRED")
         return engine
-    return create_engine(url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW, pool_pre_ping=True)
+    # The driver autocommits and a transaction sends its own BEGIN, as on SQLite:
+    # so a read (`reading()`) sends its one statement and nothing else.
+    engine = create_engine(
+        url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW, isolation_level="AUTOCOMMIT"
+    )
+    _begin_explicitly(engine, "BEGIN")
+    _ping_when_idle(engine)
+    return engine
+
+
+def _begin_explicitly(engine: Engine, default: str) -> None:
+    """Both drivers run in autocommit mode; when SQLAlchemy begins a transaction
+    this sends the connection's BEGIN option (`default` if unset; none for a
+    PostgreSQL read). COMMIT and ROLLBACK are the drivers' own, which send them
+    whenever a transaction is open on the server."""
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        statement = conn.get_execution_options().get(BEGIN, default)
+        if statement:
+            conn.exec_driver_sql(statement)
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """`pool_pre_ping`, but only for a connection that sat in the pool longer
+    than ALIVE_BYPASS_SECONDS: a failed ping makes the pool replace it
+    (DisconnectionError retries the checkout on a new connection)."""
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "connect")
+    def _fresh(_dbapi_conn: Any, record: ConnectionPoolEntry) -> None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def _returned(_dbapi_conn: Any, record: ConnectionPoolEntry) -> None:
+        record.info[_RETURNED_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checked_out(
+        dbapi_conn: Any, record: ConnectionPoolEntry, _p: PoolProxiedConnection
+    ) -> None:
+        if time.monotonic() - record.info.get(_RETURNED_AT, 0.0) <= ALIVE_BYPASS_SECONDS:
+            return
+        try:
+            dialect.do_ping(dbapi_conn)
+        except dialect.loaded_dbapi.Error as exc:
+            raise DisconnectionError(f"pooled connection is gone: {exc}") from exc
 
 
 def init_engine(url: str) -> Engine:
-    global _engine
+    global _engine, _readers
     if _engine is not None:
         _engine.dispose()
     _engine = make_engine(url)
+    # A PostgreSQL read needs no transaction: under READ COMMITTED every
+    # statement has its own snapshot anyway, and BEGIN and ROLLBACK would be two
+    # more round trips. A SQLite read keeps its deferred transaction (one
+    # snapshot of the file for all its statements, and no round trips).
+    _readers = _engine if is_sqlite(_engine) else _engine.execution_options(**{BEGIN: None})
     return _engine
 
 
@@ -121,7 +180,7 @@ def transaction() -> Iterator[Connection]:
     engine = get_engine()
     conn = engine.connect()
     if is_sqlite(engine):
-        conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+        conn = conn.execution_options(**{BEGIN: "BEGIN IMMEDIATE"})
     token = _current.set(conn)
     try:
         try:
@@ -173,20 +232,17 @@ def after_commit(conn: Connection, fn: Callable[[], None]) -> None:
 def ping() -> None:
     """One statement on a pooled connection, outside any transaction: the
     health check's proof that the database answers."""
-    raw = get_engine().raw_connection()
-    try:
-        cur = raw.cursor()
-        cur.execute("SELECT 1")
-        cur.fetchone()
-        cur.close()
-    finally:
-        raw.close()
+    with reading() as conn:
+        conn.exec_driver_sql("SELECT 1").scalar()
 
 
 @contextmanager
 def reading() -> Iterator[Connection]:
-    """A read-only connection (deferred transaction, rolled back at the end)."""
-    with get_engine().connect() as conn:
+    """A connection for reads: on SQLite in a deferred transaction, rolled back
+    at the end; on PostgreSQL outside any transaction (see `init_engine`)."""
+    if _readers is None:
+        raise RuntimeError("database engine not initialised; call create_app() first")
+    with _readers.connect() as conn:
         yield conn
 
 

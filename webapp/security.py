@@ -1,24 +1,33 @@
 """App-wide protections, set up by `create_app` before any feature: the client
 address behind trusted reverse proxies, CSRF on every form, strict response
-headers, and the app-wide error pages (400 CSRF, 413, 429, 500). Features never set these up themselves, so the order they are wired in
+headers, and the app-wide error pages (400 CSRF, 413, 429, 500, and 503 while
+the database does not answer). Features never set these up themselves, so the order they are wired in
 does not matter (a feature exempts a blueprint from CSRF with `csrf.exempt`,
 which works before and after `init_app`)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from flask import Flask, Response, render_template, request
+from flask import Flask, Response, current_app, make_response, render_template, request
 from flask.sessions import SecureCookieSessionInterface
 from flask_babel import gettext
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from itsdangerous import URLSafeTimedSerializer
+from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.middleware.proxy_fix import ProxyFix
+
+log = logging.getLogger(__name__)
 
 csrf = CSRFProtect()
 
 GENERIC_ERROR = "profile.errors.generic"
 TOO_MANY = "auth.errors.tooManyAttempts"
+UNAVAILABLE = "errors.unavailable"
+# What the drivers raise while the database is unreachable, restarting or
+# dropped the connection (also a SQLite file locked past its busy timeout).
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -104,3 +113,20 @@ def _error_pages(app: Flask) -> None:
     @app.errorhandler(500)
     def _server_error(_e: Any) -> tuple[str, int]:
         return render_template("error.html", message=gettext(GENERIC_ERROR)), 500
+
+    app.register_error_handler(OperationalError, unavailable)
+    app.register_error_handler(InterfaceError, unavailable)
+
+
+def unavailable(exc: Exception) -> Response:
+    """503 with Retry-After: the database did not answer (a write's transaction
+    rolled back, unless the connection died in its COMMIT; every command is safe
+    to send again). Rendered as signed out (the page would otherwise ask the database
+    for the user again); the session itself is untouched."""
+    log.warning("database unavailable: %s", exc)
+    manager = getattr(current_app, "login_manager", None)
+    if manager is not None:
+        manager._update_request_context_with_user()  # anonymous, for this rendering only
+    resp = make_response(render_template("error.html", message=gettext(UNAVAILABLE)), 503)
+    resp.headers["Retry-After"] = "5"
+    return resp

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from webapp import db
@@ -82,8 +81,7 @@ def redis_answers(conn: Redis) -> bool:
 
 def database_answers() -> bool:
     try:
-        with db.get_engine().connect() as conn:
-            conn.execute(text("SELECT 1"))
+        db.ping()
         return True
     except (OperationalError, InterfaceError, DBAPIError, OSError):
         return False

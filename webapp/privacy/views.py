@@ -27,7 +27,7 @@ from flask_babel import gettext
 from flask_login import login_required
 from werkzeug.exceptions import HTTPException
 
-from webapp import db, pages
+from webapp import db, pages, security
 from webapp import forms as forms_core
 from webapp.accounts import ratelimit
 from webapp.accounts.commands import GENERIC, Outcome
@@ -239,6 +239,8 @@ def _unexpected(exc: Exception) -> Response | HTTPException:
     page), never a blank swap; other screens get the error page."""
     if isinstance(exc, HTTPException):
         return exc
+    if isinstance(exc, security.DATABASE_UNAVAILABLE):
+        return security.unavailable(exc)
     log.exception("privacy request failed", exc_info=exc)
     endpoint = (request.endpoint or "").rsplit(".", 1)[-1]
     section = SECTION_OF.get(endpoint)

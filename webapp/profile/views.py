@@ -29,7 +29,7 @@ from flask_babel import format_date, get_locale, gettext, refresh
 from flask_login import current_user, login_required
 from markupsafe import Markup
 
-from webapp import db, pages
+from webapp import db, pages, security
 from webapp import forms as forms_core
 from webapp.accounts import profile_commands as commands
 from webapp.accounts import ratelimit, users
@@ -297,6 +297,8 @@ def _no_store(resp: Response) -> Response:
 
 @bp.errorhandler(Exception)
 def _unexpected(exc: Exception) -> Response:
+    if isinstance(exc, security.DATABASE_UNAVAILABLE):
+        return security.unavailable(exc)
     log.exception("profile request failed", exc_info=exc)
     section = request.endpoint.rsplit(".", 1)[-1] if request.endpoint else ""
     section = {
