@@ -24,6 +24,8 @@ status count must match the expected status for every request):
 
 Plus the resident memory of each gunicorn worker after the load. Writes
 `bench/results/web.json` (one entry per database backend) and prints the table.
+BENCH_ROUTES=profile,healthz measures only the routes whose name contains one of
+those words (for trying a change; such a partial run is printed, not written).
 The account rate limits are raised to 10^6 per minute in the bench's app only;
 their storage stays Redis.
 """
@@ -52,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "web.json"
 PASSWORD = "correct horse battery staple"
 BENCH_LIMIT = "1000000 per minute"
+ONLY = [w for w in os.environ.get("BENCH_ROUTES", "").split(",") if w]
 HELLO = "hello world (Flask, baseline)"
 # One browser: the signed-in requests carry the User-Agent the sign-in had (Flask-Login's
 # session protection would otherwise mark every request's session not fresh and rewrite it).
@@ -206,6 +209,8 @@ def main() -> dict[str, Any]:
         measured: dict[str, tuple[wrk.Figures, int, float]] = {}
         skipped: dict[str, str] = {}
         for route in routes(base, cookie, csrf, address):
+            if ONLY and not any(word in route.name for word in ONLY):
+                continue
             if route.name == "GET /privacy":
                 probe = requests.get(route.request.url, headers=dict(route.request.headers or {}))
                 if probe.status_code != 200:
@@ -299,4 +304,7 @@ if __name__ == "__main__":
     except wrk.WrkMissing as exc:
         raise SystemExit(str(exc)) from None
     print_table(result)
-    write_result(RESULTS, result)
+    if ONLY:
+        print(f"BENCH_ROUTES={','.join(ONLY)}: a partial run, {RESULTS.name} left as it was")
+    else:
+        write_result(RESULTS, result)
