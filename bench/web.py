@@ -4,18 +4,22 @@ Serves two apps with the Procfile's gunicorn settings (2 workers x 4 threads,
 gthread): the production app (`bench.web:bench_app()`, against a temporary
 SQLite database or BENCH_DATABASE_URL, and an embedded Redis or BENCH_REDIS_URL)
 and a bare Flask "hello world" (`bench/hello.py`), the floor. wrk drives each
-route for BENCH_SECONDS (8) after BENCH_WARMUP (1) with BENCH_WRK_THREADS (2)
+route for BENCH_SECONDS (5) after BENCH_WARMUP (1) with BENCH_WRK_THREADS (2)
 threads and BENCH_WRK_CONNECTIONS (8) keep-alive connections, one route after
 the other, with hello measured before the first route and after every route:
 each route's ratio is its req/s over the mean of the hello runs just before and
 just after it (on a shared machine the load changes within a minute; the
-neighbouring runs see the same load).
+neighbouring runs see the same load). All routes are measured BENCH_ROUNDS (3)
+times, round after round, and each route reports its round with the median
+ratio (its req/s, p50 and p99), plus every round's ratio: a neighbour's burst
+moves one round, not the figure.
 
 Routes (signed-in ones carry the session cookie of a user registered and signed
 in over HTTP; every route's answer is checked once before the load, and wrk's
 status count must match the expected status for every request):
 
-- `GET /healthz` (one `SELECT 1`);
+- `GET /healthz` (as deployed: a `SELECT 1` at most once a second per worker,
+  `HEALTHZ_CACHE_MS`);
 - `GET /profile`, the whole page, and with `HX-Request` (the htmx request);
 - `GET /privacy`, when this build has the route (else skipped, with a note);
 - `POST /profile/email` as htmx with a valid CSRF token and no current password:
@@ -55,6 +59,7 @@ RESULTS = ROOT / "bench" / "results" / "web.json"
 PASSWORD = "correct horse battery staple"
 BENCH_LIMIT = "1000000 per minute"
 ONLY = [w for w in os.environ.get("BENCH_ROUTES", "").split(",") if w]
+ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
 HELLO = "hello world (Flask, baseline)"
 # One browser: the signed-in requests carry the User-Agent the sign-in had (Flask-Login's
 # session protection would otherwise mark every request's session not fresh and rewrite it).
@@ -178,6 +183,13 @@ def measure(route: Route) -> wrk.Figures:
     return fig
 
 
+def median(runs: list[tuple[wrk.Figures, float]]) -> tuple[wrk.Figures, float, list[float]]:
+    """The round with the median ratio to hello, and every round's ratio."""
+    ratios = [fig.rps / around for fig, around in runs]
+    middle = sorted(range(len(runs)), key=lambda i: ratios[i])[len(runs) // 2]
+    return runs[middle][0], runs[middle][1], ratios
+
+
 # -- the run ----------------------------------------------------------------------
 
 
@@ -205,9 +217,8 @@ def main() -> dict[str, Any]:
         cookie, csrf = signed_in(base, address)
         floor = Route(HELLO, wrk.Request(f"{hello_base}/"), 200, "Hello, World!")
         check(floor)
-        hellos = [measure(floor)]
-        measured: dict[str, tuple[wrk.Figures, int, float]] = {}
         skipped: dict[str, str] = {}
+        chosen: list[tuple[Route, int]] = []
         for route in routes(base, cookie, csrf, address):
             if ONLY and not any(word in route.name for word in ONLY):
                 continue
@@ -216,15 +227,22 @@ def main() -> dict[str, Any]:
                 if probe.status_code != 200:
                     skipped[route.name] = f"not in this build (answered {probe.status_code})"
                     continue
-            size = check(route)
-            fig = measure(route)
-            hellos.append(measure(floor))
-            measured[route.name] = (fig, size, (hellos[-2].rps + hellos[-1].rps) / 2)
+            chosen.append((route, check(route)))
+        hellos = [measure(floor)]
+        rounds: dict[str, list[tuple[wrk.Figures, float]]] = {r.name: [] for r, _ in chosen}
+        for _ in range(ROUNDS):
+            for route, _size in chosen:
+                fig = measure(route)
+                hellos.append(measure(floor))
+                rounds[route.name].append((fig, (hellos[-2].rps + hellos[-1].rps) / 2))
+        measured = {route.name: (*median(rounds[route.name]), size) for route, size in chosen}
         rss = {"app": worker_rss_mib(app.pid), "hello": worker_rss_mib(hello.pid)}
 
     floor_rps = sum(h.rps for h in hellos) / len(hellos)
 
-    def row(fig: wrk.Figures, size: int | None = None, around: float = 0) -> dict[str, Any]:
+    def row(
+        fig: wrk.Figures, around: float = 0, ratios: list[float] | None = None, size: int = 0
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {
             "requests": fig.requests,
             "seconds": round(fig.seconds, 2),
@@ -233,10 +251,11 @@ def main() -> dict[str, Any]:
             "p90_ms": round(fig.p90_ms, 2),
             "p99_ms": round(fig.p99_ms, 2),
         }
-        if size is not None:
+        if ratios is not None:
             out["bytes"] = size
             out["hello_rps_around"] = round(around, 1)
             out["ratio_to_hello"] = round(fig.rps / around, 3)
+            out["ratio_each_round"] = [round(x, 3) for x in ratios]
         return out
 
     return {
@@ -255,7 +274,7 @@ def main() -> dict[str, Any]:
             "worker_class": "gthread",
             "rate_limits": f"raised to {BENCH_LIMIT} (Redis storage kept)",
         },
-        "load": {"client": "wrk", **wrk.settings()},
+        "load": {"client": "wrk", "rounds": ROUNDS, **wrk.settings()},
         "hello": {
             "runs": [row(h) for h in hellos],
             "rps_mean": round(floor_rps, 1),
@@ -288,9 +307,10 @@ def print_table(r: dict[str, Any]) -> None:
     each = ", ".join(f"{x['rps']:.0f}" for x in h["runs"])
     print(f"  hello req/s before the first route and after each: {each}")
     for name, f in r["routes"].items():
+        each = " ".join(f"{x:.3f}" for x in f["ratio_each_round"])
         print(
             f"{name:<54} {f['rps']:>8.1f} {f['p50_ms']:>8.2f} {f['p99_ms']:>8.2f} "
-            f"{f['ratio_to_hello']:>9.3f}"
+            f"{f['ratio_to_hello']:>9.3f}  (rounds: {each})"
         )
     for name, why in r["skipped"].items():
         print(f"{name:<54} skipped: {why}")

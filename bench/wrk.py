@@ -20,7 +20,7 @@ from pathlib import Path
 
 THREADS = int(os.environ.get("BENCH_WRK_THREADS", "2"))
 CONNECTIONS = int(os.environ.get("BENCH_WRK_CONNECTIONS", "8"))
-SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
 WARMUP = float(os.environ.get("BENCH_WARMUP", "1"))
 
 MISSING = (

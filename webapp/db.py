@@ -7,8 +7,10 @@ forks drops the parent's pool without closing it, so parent and child never
 share a connection). `transaction()` is the unit of work for writes: on SQLite
 it starts with BEGIN IMMEDIATE (take the single write lock up front, so a
 read-then-write transaction never fails with SQLITE_BUSY half way); on PostgreSQL
-it is a normal READ COMMITTED transaction. After a commit that appended events,
-the registered after-commit hooks run (the projection dispatcher uses this).
+it is a normal READ COMMITTED transaction. `reading()` is for reads: one
+deferred transaction on SQLite, no transaction at all on PostgreSQL (one round
+trip per statement). After a commit that appended events, the registered
+after-commit hooks run (the projection dispatcher uses this).
 """
 
 from __future__ import annotations
