@@ -120,9 +120,9 @@ def _error_pages(app: Flask) -> None:
 
 def unavailable(exc: Exception) -> Response:
     """503 with Retry-After: the database did not answer (a write's transaction
-    rolled back, unless the connection died in its COMMIT; every command is safe
-    to send again). Rendered as signed out (the page would otherwise ask the database
-    for the user again); the session itself is untouched."""
+    was rolled back, unless the connection died during its COMMIT). Rendered as
+    signed out (the page would otherwise ask the database for the user again);
+    the session itself is untouched."""
     log.warning("database unavailable: %s", exc)
     manager = getattr(current_app, "login_manager", None)
     if manager is not None:
