@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from sqlalchemy import Column, Integer, MetaData, String, Table, UniqueConstraint
+from sqlalchemy import Column, Integer, MetaData, String, Table, UniqueConstraint, event
 
 from webapp import db
 from webapp.eventstore import NewEvent, StreamId, append
@@ -22,6 +23,23 @@ applied = Table(
     Column("event_id", String(36), nullable=False),
     UniqueConstraint("projection", "event_id"),
 )
+
+
+@contextmanager
+def statements() -> Iterator[list[str]]:
+    """The SQL sent through the app's engine while the block runs (whitespace
+    collapsed), seen by SQLAlchemy's `before_cursor_execute`."""
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
+        seen.append(" ".join(sql.split()))
+
+    engine = db.get_engine()
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
 
 
 @contextmanager

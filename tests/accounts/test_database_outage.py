@@ -8,36 +8,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
 from flask import Flask
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from tests import procs
 from tests.accounts.conftest import login, register
 from tests.conftest import FreshGClient
+from tests.helpers import statements
 from webapp import create_app, db
 
 ADDRESS = "ada@example.com"
-
-
-@contextmanager
-def statements() -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
-        seen.append(sql)
-
-    engine = db.get_engine()
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def test_healthz_is_json_not_stored_and_asks_the_database(app: Flask, make_config: Any) -> None:

@@ -7,35 +7,17 @@ PostgreSQL): a behaviour check, not a timing one (timings live in bench/web.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from flask.testing import FlaskClient
-from sqlalchemy import event
 
 from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register
-from webapp import db
+from tests.helpers import statements
 from webapp.admin import grants
 
 # A signed-in GET /profile: the session check, which reads the user together
 # with the browser's sign-in row. SQLite adds its BEGIN (a read transaction).
 MAX_STATEMENTS = 2
-
-
-@contextmanager
-def statements() -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
-        seen.append(" ".join(sql.split()))
-
-    engine = db.get_engine()
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def user_reads(sql: list[str]) -> list[str]:
