@@ -60,7 +60,7 @@ def fill(n: int, now: datetime) -> None:
     from sqlalchemy import insert, text
 
     from webapp import db
-    from webapp.workflows.tables import workflow_runs
+    from webapp.workflows.store.tables import workflow_runs
 
     span = timedelta(days=7).total_seconds()
     rows: list[dict[str, Any]] = []

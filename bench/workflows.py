@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import services, write_result
-from webapp.workflows import api as w
-from webapp.workflows import match
+from webapp.workflows.definition import builders as w
+from webapp.workflows.definition import match
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
@@ -100,7 +100,7 @@ def noop() -> None:
 
 
 def register_all() -> None:
-    from webapp.workflows import registry
+    from webapp.workflows.triggers import registry
 
     for wf in ALL:
         registry.register(wf)
@@ -203,7 +203,7 @@ class Bench:
         from sqlalchemy import func, select
 
         from webapp import db
-        from webapp.workflows.tables import workflow_runs
+        from webapp.workflows.store.tables import workflow_runs
 
         with db.reading() as conn:
             return int(
@@ -293,13 +293,13 @@ class Bench:
     def backlog_drain_s(self) -> float:
         from webapp import clock, db
         from webapp.eventstore import NewEvent, StreamId
-        from webapp.workflows import events as ev
+        from webapp.workflows.store import run_events as ev
 
         (trigger,) = self.emit("bench.backlog-trigger", [{}])
         wake = (clock.now() - timedelta(seconds=5)).isoformat()
         wf = BACKLOG_WF
         from webapp.eventstore import append_many
-        from webapp.workflows import batch
+        from webapp.workflows.store import batch
 
         for start in range(0, BACKLOG, 500):
             with db.transaction() as conn, batch.batched(conn) as collected:
@@ -347,7 +347,7 @@ class Bench:
     def _stream(self, run_id: str) -> list[Any]:
         from webapp import db
         from webapp.eventstore import StreamId, read_stream
-        from webapp.workflows import events as ev
+        from webapp.workflows.store import run_events as ev
 
         with db.reading() as conn:
             return read_stream(conn, StreamId("default", ev.AGGREGATE_TYPE, run_id))
@@ -359,7 +359,7 @@ class Bench:
         from sqlalchemy import select
 
         from webapp import db
-        from webapp.workflows.tables import workflow_runs
+        from webapp.workflows.store.tables import workflow_runs
 
         with db.reading() as conn:
             ids = [

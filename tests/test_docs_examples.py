@@ -29,8 +29,8 @@ from webapp import create_app, db
 from webapp.config import ROOT
 from webapp.eventstore import projections
 from webapp.jobs import enqueue
-from webapp.workflows import registry
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.store.tables import workflow_runs
+from webapp.workflows.triggers import registry
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = ("python", "sh")

@@ -26,7 +26,7 @@ from webapp import create_app, db
 from webapp.events import publish
 from webapp.eventstore import projections
 from webapp.jobs.schedule import SWEEP_ID
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.store.tables import workflow_runs
 
 MODULE = "tests.workflows.outage_flows"
 SCHEDULE_KEY = "rq:scheduler:scheduled_jobs"

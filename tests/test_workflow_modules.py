@@ -18,13 +18,14 @@ from webapp import app_modules, create_app, db
 from webapp.config import Config, ConfigError
 from webapp.events import publish
 from webapp.eventstore import projections
-from webapp.workflows import registry
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.store.tables import workflow_runs
+from webapp.workflows.triggers import registry
 
 # One module registers at import, the other through its own register(app).
 FLOWS = textwrap.dedent(
     """
-    from webapp.workflows import api as wf, register
+    from webapp.workflows import register
+    from webapp.workflows.definition import builders as wf
 
     greet = register(wf.workflow(
         "NAME-greet",
@@ -36,7 +37,7 @@ FLOWS = textwrap.dedent(
 )
 NIGHTLY = textwrap.dedent(
     """
-    from webapp.workflows import api as wf
+    from webapp.workflows.definition import builders as wf
     from webapp.workflows import register as register_workflow
 
     nightly = wf.workflow("NAME-nightly", cron="0 3 * * *", steps=[wf.ret(1)])

@@ -18,7 +18,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from webapp import db
-from webapp.workflows.infra import is_infrastructure
+from webapp.workflows.engine.transient import is_infrastructure
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,8 @@ from webapp.config import ConfigError
 from webapp.jobs.queue import QUEUES
 from webapp.logs import setup
 from webapp.redis_conn import redis_for
-from webapp.workflows import resumer, timer
+from webapp.workflows.dispatch import resume_loop as resumer
+from webapp.workflows.dispatch import timer_loop as timer
 from worker.resilience import (
     Backoff,
     Outage,
@@ -195,7 +196,7 @@ def main() -> None:
     # jobs in every worker: a run whose worker died continues once any worker lives.
     timer.start_thread(app)
     # So does the resume loop: a step due now is claimed by a thread that waits
-    # for nothing else, not queued behind other jobs (webapp.workflows.resumer).
+    # for nothing else, not queued behind other jobs (webapp.workflows.dispatch.resume_loop).
     stop_resumes, resumes = resumer.start_thread(app)
     try:
         with app.app_context():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from webapp import clock
-from webapp.workflows import resume
-from webapp.workflows.drain import drain as drain_due
+from webapp.workflows.dispatch.drain import drain as drain_due
+from webapp.workflows.engine import resume
 from worker.tasks import in_app
 
 # rq-scheduler stores whole seconds, so a timed job can fire up to a second

@@ -17,9 +17,9 @@ from tests.test_docs_examples import of
 from webapp import db
 from webapp.config import ROOT
 from webapp.eventstore import projections
-from webapp.workflows import registry
-from webapp.workflows.sweep import resume_due_runs
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.dispatch.sweep import resume_due_runs
+from webapp.workflows.store.tables import workflow_runs
+from webapp.workflows.triggers import registry
 
 NAME = "verification-reminder"
 NEW = "ada2@example.com"

@@ -24,8 +24,8 @@ from webapp import db
 from webapp.accounts import verification_workflow
 from webapp.mail.outbox.jobs import sweep_outbox
 from webapp.mail.outbox.tables import mail_outbox
-from webapp.workflows.sweep import resume_due_runs
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.dispatch.sweep import resume_due_runs
+from webapp.workflows.store.tables import workflow_runs
 
 
 def _runs(name: str) -> list[Any]:

@@ -10,7 +10,7 @@ from sqlalchemy import select, update
 from tests.accounts.conftest import register, user_row
 from webapp import db
 from webapp.accounts import erasure
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.store.tables import workflow_runs
 
 
 def _runs_of(user_id: str) -> list[Any]:

@@ -15,7 +15,7 @@ from tests.mailserver import SmtpServer
 from tests.workflows.conftest import emit, only_run
 from webapp import db
 from webapp.eventstore import StreamId, projections, read_stream
-from webapp.workflows import api as w
+from webapp.workflows.definition import builders as w
 
 
 def _parked_one(name: str = "test-prices") -> int:

@@ -12,7 +12,7 @@ from tests.accounts.conftest import csrf_token, link_in, mails
 from tests.admin.conftest import ADMIN, post
 from tests.workflows.conftest import emit, only_run, run_events, runs
 from webapp.admin import queries
-from webapp.workflows import api as w
+from webapp.workflows.definition import builders as w
 
 FLAKY = {"broken": True}
 

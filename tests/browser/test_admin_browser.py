@@ -19,7 +19,7 @@ from tests.helpers import append_one, projection
 from tests.workflows.conftest import emit, only_run, wf  # noqa: F401
 from webapp.config import ROOT
 from webapp.eventstore import projections
-from webapp.workflows import api as w
+from webapp.workflows.definition import builders as w
 from worker.run_scheduler import ScheduleKeeper
 
 pytestmark = pytest.mark.browser

@@ -21,7 +21,7 @@ from webapp.accounts import erasure
 from webapp.privacy import exports
 from webapp.privacy.jobs import clean_files, fail_stale
 from webapp.privacy.tables import export_download_attempts, export_jobs
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.store.tables import workflow_runs
 
 
 def _jobs() -> list[Any]:

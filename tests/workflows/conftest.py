@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from webapp import db
 from webapp.eventstore import ANY, Event, NewEvent, StreamId, append, projections, read_stream
-from webapp.workflows import events as ev
-from webapp.workflows import registry
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.triggers import registry
 
 
 @pytest.fixture

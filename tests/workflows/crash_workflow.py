@@ -7,9 +7,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from webapp.workflows import api as w
-from webapp.workflows import leases
-from webapp.workflows.context import RunContext
+from webapp.workflows.definition import builders as w
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.engine import heartbeat as leases
 
 
 def _mark(ctx: RunContext, what: str) -> None:
@@ -52,7 +52,7 @@ CRASH = w.workflow(
 
 def main() -> None:
     """Worker entry for the subprocess: register the workflow, run the worker."""
-    from webapp.workflows import registry
+    from webapp.workflows.triggers import registry
     from worker.run_worker import main as run_worker
     from worker.tasks import _worker_app
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from webapp.workflows import api as w
+from webapp.workflows.definition import builders as w
 
 
 def plain(ctx):

@@ -14,11 +14,13 @@ from tests.workflows.conftest import pending, run_events, runs, types
 from webapp import db
 from webapp.eventstore import ANY, NewEvent, StreamId, append
 from webapp.eventstore.tables import events as events_table
-from webapp.workflows import api as w
-from webapp.workflows import drain as drains
-from webapp.workflows import events as ev
-from webapp.workflows import ops, resume, trigger
-from webapp.workflows.tables import workflow_run_pending
+from webapp.workflows import operations as ops
+from webapp.workflows.definition import builders as w
+from webapp.workflows.dispatch import drain as drains
+from webapp.workflows.engine import resume
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.tables import workflow_run_pending
+from webapp.workflows.triggers import start as trigger
 
 
 def _start(d: Any, count: int, tag: str) -> list[str]:

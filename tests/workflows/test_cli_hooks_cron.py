@@ -11,9 +11,9 @@ import pytest
 
 from tests.workflows.conftest import emit, only_run, runs, types
 from webapp.config import ROOT
-from webapp.workflows import api as w
-from webapp.workflows import trigger
-from webapp.workflows.views import signed_headers
+from webapp.workflows.definition import builders as w
+from webapp.workflows.triggers import start as trigger
+from webapp.workflows.webhook_route import signed_headers
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):
     from rq import SimpleWorker
 
     from webapp.eventstore import projections
-    from webapp.workflows import registry
+    from webapp.workflows.triggers import registry
 
     d = w.workflow(
         "hooked", webhook="incoming", steps=[w.ret(lambda c: c.trigger.payload["body"]["x"])]
@@ -134,7 +134,7 @@ def test_resume_due_runs_job_is_registered():
 @pytest.fixture
 def hooked(hook_app):
     from webapp.eventstore import projections
-    from webapp.workflows import registry
+    from webapp.workflows.triggers import registry
 
     d = w.workflow("hooked", webhook="incoming", steps=[w.ret(1)])
     registry.register(d)

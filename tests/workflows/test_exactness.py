@@ -22,9 +22,13 @@ from webapp import db
 from webapp.config import ROOT
 from webapp.eventstore import head_position
 from webapp.eventstore.tables import events as events_table
-from webapp.workflows import api as w
-from webapp.workflows import infra, match, registry, resume, sweep
-from webapp.workflows.fingerprint import describe
+from webapp.workflows.definition import builders as w
+from webapp.workflows.definition import match
+from webapp.workflows.definition.fingerprint import describe
+from webapp.workflows.dispatch import sweep
+from webapp.workflows.engine import resume
+from webapp.workflows.engine import transient as infra
+from webapp.workflows.triggers import registry
 from worker import workflow_tasks
 
 
@@ -279,7 +283,7 @@ def test_awaited_event_between_trigger_and_run_start_is_found(wf, work):
 
 def test_a_rolled_back_start_leaves_nothing_for_the_next_transaction(wf, work):
     from tests.workflows.conftest import runs
-    from webapp.workflows import trigger
+    from webapp.workflows.triggers import start as trigger
 
     d = wf(w.workflow("leak", on="leak.go", steps=[w.ret(1)]))
     e = emit("leak.elsewhere", {})

@@ -2,8 +2,8 @@
 
 import pytest
 
-from webapp.workflows import match
-from webapp.workflows.match import MatchError, evaluate, persist
+from webapp.workflows.definition import match
+from webapp.workflows.definition.match import MatchError, evaluate, persist
 
 
 def ev(node, payload):

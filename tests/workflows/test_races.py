@@ -8,9 +8,12 @@ from datetime import timedelta
 
 from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
 from webapp import db
-from webapp.workflows import api as w
-from webapp.workflows import drain as drains
-from webapp.workflows import ops, resume, sweep, trigger
+from webapp.workflows import operations as ops
+from webapp.workflows.definition import builders as w
+from webapp.workflows.dispatch import drain as drains
+from webapp.workflows.dispatch import sweep
+from webapp.workflows.engine import resume
+from webapp.workflows.triggers import start as trigger
 
 
 def parallel(n, fn):
@@ -95,7 +98,7 @@ def test_started_run_lost_in_redis_is_advanced_by_the_sweep(wf, clock, redis):
 
 
 def test_backlog_drains_past_one_batch_and_in_parallel(app, wf, clock):
-    from webapp.workflows.readmodel import upsert  # noqa: F401
+    from webapp.workflows.store.rows import upsert  # noqa: F401
 
     d = wf(w.workflow("bulk", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
     total = drains.BATCH + 50  # past one batch

@@ -11,9 +11,12 @@ from rq import Queue
 
 from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
 from webapp.jobs.queue import DISPATCH_PENDING_KEY
-from webapp.workflows import api as w
-from webapp.workflows import events as ev
-from webapp.workflows import match, resume, resumer, timers
+from webapp.workflows.definition import builders as w
+from webapp.workflows.definition import match
+from webapp.workflows.dispatch import resume_loop as resumer
+from webapp.workflows.dispatch import signals as timers
+from webapp.workflows.engine import resume
+from webapp.workflows.store import run_events as ev
 
 
 def _alive(redis) -> None:

@@ -13,10 +13,12 @@ from webapp import db
 from webapp.eventstore import projections
 from webapp.eventstore.tables import events as events_table
 from webapp.eventstore.tables import projection_cursors
-from webapp.workflows import api as w
-from webapp.workflows import events as ev
-from webapp.workflows import match, resume, sweep
-from webapp.workflows.events import RUN_NAMESPACE
+from webapp.workflows.definition import builders as w
+from webapp.workflows.definition import match
+from webapp.workflows.dispatch import sweep
+from webapp.workflows.engine import resume
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.run_events import RUN_NAMESPACE
 
 
 def three_step(name="three", **kw):
@@ -280,7 +282,7 @@ def test_corrupt_match_expression_does_not_block_other_rows(wf, work):
     emit("member.joined", {"userId": "u2"}, aggregate_id="u2")
     work()
     rows = {p.match_expr["expr"]["op"]["value"]: p for p in pending()}
-    from webapp.workflows.tables import workflow_run_pending
+    from webapp.workflows.store.tables import workflow_run_pending
 
     with db.transaction() as conn:
         conn.execute(
@@ -384,7 +386,7 @@ def test_definition_changed_between_suspend_and_resume(wf, work, clock):
 
 
 def test_unregistered_workflow_fails_with_definition_changed(wf, work, clock):
-    from webapp.workflows import registry
+    from webapp.workflows.triggers import registry
 
     wf(three_step())
     emit("order.placed", {"n": 1})
@@ -433,8 +435,8 @@ def test_awaited_event_gone_fails_the_resume(wf, work, clock):
 
 def test_settled_check_comes_before_the_definition_lookup(wf, work, clock):
     """A late duplicate resume of a finished run never appends run-failed."""
-    from webapp.workflows import registry
-    from webapp.workflows.tables import workflow_run_pending
+    from webapp.workflows.store.tables import workflow_run_pending
+    from webapp.workflows.triggers import registry
 
     wf(three_step())
     emit("order.placed", {"n": 1})
@@ -462,7 +464,7 @@ def test_resume_run_validates_its_input(app):
 
 
 def test_branch_for_each_append_event_and_call(wf, work):
-    from webapp.workflows import registry
+    from webapp.workflows.triggers import registry
 
     seen = []
 

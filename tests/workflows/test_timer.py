@@ -8,9 +8,11 @@ from datetime import timedelta
 
 from tests.workflows.conftest import emit, only_run
 from webapp import db
-from webapp.workflows import api as w
-from webapp.workflows import leases, timer, timers
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.definition import builders as w
+from webapp.workflows.dispatch import signals as timers
+from webapp.workflows.dispatch import timer_loop as timer
+from webapp.workflows.engine import heartbeat as leases
+from webapp.workflows.store.tables import workflow_runs
 
 
 def _now_ms(clock) -> int:

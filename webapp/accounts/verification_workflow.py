@@ -20,8 +20,9 @@ from typing import Any
 from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts import mails, users
-from webapp.workflows import api as wf
-from webapp.workflows import match, registry
+from webapp.workflows.definition import builders as wf
+from webapp.workflows.definition import match
+from webapp.workflows.triggers import registry
 
 WAIT = "PT24H"
 

@@ -10,8 +10,10 @@ from typing import Any
 from sqlalchemy import Connection, func, literal, select, tuple_
 
 from webapp.eventstore import Event, read_stream
-from webapp.workflows import catalog, ops, runs
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows import operations as ops
+from webapp.workflows.definition import catalog
+from webapp.workflows.store import runs
+from webapp.workflows.store.tables import workflow_runs
 
 PAGE_SIZE = 50
 TIMELINE_LIMIT = 500  # a run page shows at most its last 500 events

@@ -16,7 +16,7 @@ from webapp import db, pages, tenants
 from webapp.admin import access, queries
 from webapp.admin.access import bp
 from webapp.admin.forms import RunFilterForm, cursor_text
-from webapp.workflows import ops
+from webapp.workflows import operations as ops
 
 ACTIONS = {
     "cancel": ("admin.run.cancelled", "admin.run.cancelConfirm"),

@@ -22,8 +22,8 @@ from webapp.accounts import crypto
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User, stream_of
 from webapp.eventstore import Event, StreamId, read_stream
-from webapp.workflows.events import AGGREGATE_TYPE as RUN_AGGREGATE
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.store.run_events import AGGREGATE_TYPE as RUN_AGGREGATE
+from webapp.workflows.store.tables import workflow_runs
 
 UNAVAILABLE = "[encrypted:unavailable]"
 SECRET = "[secret: not exported]"

@@ -26,9 +26,9 @@ from webapp.privacy import bundle, downloads, exports, mails
 from webapp.privacy import events as ev
 from webapp.privacy.exports import Job
 from webapp.privacy.tables import PENDING, RUNNING, export_jobs
-from webapp.workflows import api as wf
-from webapp.workflows import registry
-from webapp.workflows.context import RunContext
+from webapp.workflows.definition import builders as wf
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.triggers import registry
 
 log = logging.getLogger(__name__)
 

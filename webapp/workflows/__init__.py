@@ -1,15 +1,31 @@
-"""The workflows feature: durable, event-sourced workflows (see docs/workflows.md).
+"""Durable, event-sourced workflows: the one import for workflow authors
+(docs/workflows.md).
 
-Layers, each importing only those above it in this list (docs/workflows.md,
-"Architecture"):
+    import webapp.workflows as wf
 
-- definition: context, fingerprint, model, durations, api, match, catalog
-- interpreter: interpreter/ (one module per step kind)
-- persistence: events, tables, readmodel, batch, projection, runs
-- scheduling: infra, timers, leases, state, outcomes, suspend, runner, claims,
-  drain, resume, sweep, timer, resumer
-- triggers: trigger, wakeup, erasure, registry
-- entry points: ops, cli, views, this package's init_app, worker/workflow_tasks
+    reminder = wf.workflow(
+        "verification-reminder",
+        on="user.registered",
+        steps=[wf.wait("pause", "P1D"), wf.send_mail("remind", to=..., subject=..., body=...)],
+    )
+    wf.register(reminder)
+
+The engine underneath, in layers; each imports only the layers above it in
+this list (import-linter contracts in pyproject.toml keep it so):
+
+- `definition/`: what a workflow is: steps, builders, run context, match,
+  durations, fingerprint, catalog. Pure: no database, Redis or Flask.
+- `interpreter/`: runs one step, one module per step kind.
+- `store/`: run events, the runs and pending tables, their projection, leases,
+  look-back: all SQL on the run tables.
+- `engine/`: run state, the run loop, stops and suspensions, the resume rules,
+  claims, the transient-error policy. No Redis, no job queue.
+- `dispatch/`: the resume loop, the timer loop, drains, sweeps and the
+  after-commit signal to Redis.
+- `triggers/`: event, webhook and cron starts, wake-ups, subject erasure,
+  registration.
+- this package: the facade below, `cli`, `operations` (operator actions) and
+  `webhook_route`. The RQ job functions are declared in `worker/`.
 """
 
 from __future__ import annotations
@@ -18,23 +34,69 @@ from flask import Flask
 
 from webapp.jobs.registry import JobSpec, register_job
 from webapp.security import csrf
-from webapp.workflows import cli, erasure, projection, tables, views  # noqa: F401  (tables: metadata)
-from webapp.workflows.registry import register, register_handler, registered, unregister
-from webapp.workflows.sweep import resume_due_runs
+from webapp.workflows import cli, webhook_route
+from webapp.workflows.definition import builders, match
+from webapp.workflows.definition.builders import (
+    DefinitionError,
+    Workflow,
+    append_event,
+    branch,
+    call,
+    compute,
+    for_each,
+    ret,
+    retry,
+    send_mail,
+    send_webhook,
+    wait,
+    wait_for_event,
+    workflow,
+)
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.dispatch import sweep
+from webapp.workflows.store import projection
+from webapp.workflows.triggers import registry, subject_erasure
+from webapp.workflows.triggers.registry import register, register_handler, registered, unregister
 
-__all__ = ["init_app", "register", "register_handler", "registered", "unregister"]
+# Kept for one release: `from webapp.workflows import api as wf` (CHANGELOG).
+api = builders
+
+__all__ = [
+    "DefinitionError",
+    "RunContext",
+    "Workflow",
+    "append_event",
+    "branch",
+    "call",
+    "compute",
+    "for_each",
+    "init_app",
+    "match",
+    "register",
+    "register_handler",
+    "registered",
+    "registry",
+    "ret",
+    "retry",
+    "send_mail",
+    "send_webhook",
+    "unregister",
+    "wait",
+    "wait_for_event",
+    "workflow",
+]
 
 _core_registered = False
 
 
 def init_app(app: Flask) -> None:
-    """Register this feature's tables, inline read models, job, webhook route and CLI."""
+    """Register this feature's inline read models, sweep job, webhook route and CLI."""
     global _core_registered
     if not _core_registered:
         projection.register()
-        erasure.register()
-        register_job(JobSpec("resume-due-runs", resume_due_runs, "* * * * *", True, "skip"))
+        subject_erasure.register()
+        register_job(JobSpec("resume-due-runs", sweep.resume_due_runs, "* * * * *", True, "skip"))
         _core_registered = True
-    app.register_blueprint(views.bp)
-    csrf.exempt(views.bp)  # webhooks are signed, not session-bound
+    app.register_blueprint(webhook_route.bp)
+    csrf.exempt(webhook_route.bp)  # webhooks are signed, not session-bound
     app.cli.add_command(cli.workflows_cli)

@@ -8,7 +8,7 @@ import click
 from flask.cli import AppGroup
 
 from webapp import actors, db
-from webapp.workflows import ops, resume
+from webapp.workflows import operations as ops
 
 workflows_cli = AppGroup("workflows", help="Workflow runs: list, inspect, cancel, retry.")
 
@@ -114,7 +114,7 @@ def resume_cmd(run_id: str, step_index: str, tenant: str) -> None:
             f"resume-run: stepIndex must be an integer >= 0, got {step_index!r}"
         ) from None
     try:
-        outcome = resume.resume_run(tenant, run_id, index)
+        outcome = ops.resume(tenant, run_id, index)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"run {run_id} step {index}: {outcome}")

@@ -2,7 +2,7 @@
 
 Importing the package registers every kind; `run_step` / `run_steps` run them.
 Suspending steps (wait, wait_for_event, retry) are not run here: the run loop
-(`webapp.workflows.runner`) turns them into suspensions.
+(`webapp.workflows.engine.run_loop`) turns them into suspensions.
 """
 
 from webapp.workflows.interpreter import flow, mail, webhook, writes

@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp.workflows.context import RunContext
-from webapp.workflows.model import Branch, Compute, ForEach, Retry, Return, Step
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import Branch, Compute, ForEach, Retry, Return, Step
 
 Runner = Callable[[Any, RunContext, Connection | None], Any]
 _runners: dict[type[Step], Runner] = {}

@@ -6,7 +6,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp.workflows.context import RunContext
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import Branch, Compute, ForEach, Return
 from webapp.workflows.interpreter.core import (
     ReturnSignal,
     json_safe,
@@ -14,7 +15,6 @@ from webapp.workflows.interpreter.core import (
     run_steps,
     runs,
 )
-from webapp.workflows.model import Branch, Compute, ForEach, Return
 
 
 @runs(Compute)

@@ -7,9 +7,9 @@ from typing import Any
 from sqlalchemy import Connection
 
 from webapp import mail
-from webapp.workflows.context import RunContext
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import SendMail
 from webapp.workflows.interpreter.core import resolve, runs
-from webapp.workflows.model import SendMail
 
 
 @runs(SendMail)

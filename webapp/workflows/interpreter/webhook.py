@@ -15,9 +15,9 @@ from flask import current_app, has_app_context
 from sqlalchemy import Connection
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_incrementing
 
-from webapp.workflows.context import RunContext
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import SendWebhook
 from webapp.workflows.interpreter.core import resolve, runs
-from webapp.workflows.model import SendWebhook
 
 
 class WebhookError(Exception):

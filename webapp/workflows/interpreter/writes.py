@@ -8,10 +8,10 @@ from typing import Any
 from sqlalchemy import Connection
 
 from webapp.eventstore import ANY, Metadata, NewEvent, StreamId, append
-from webapp.workflows import catalog
-from webapp.workflows.context import RunContext
+from webapp.workflows.definition import catalog
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import AppendEvent, Call
 from webapp.workflows.interpreter.core import resolve, runs
-from webapp.workflows.model import AppendEvent, Call
 
 
 class NoTransaction(RuntimeError):

@@ -19,11 +19,13 @@ from sqlalchemy import Connection, select
 
 from webapp import clock, db
 from webapp.eventstore import NewEvent, StreamId, get_events
-from webapp.workflows import catalog, leases, runs
-from webapp.workflows import events as ev
-from webapp.workflows.model import Workflow
-from webapp.workflows.state import RunState
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.definition import catalog
+from webapp.workflows.definition.model import Workflow
+from webapp.workflows.engine import heartbeat as leases
+from webapp.workflows.engine.run_state import RunState
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webapp.workflows import catalog, trigger, wakeup
-from webapp.workflows.catalog import (
+from webapp.workflows.definition import catalog
+from webapp.workflows.definition.catalog import (
     WriteHandler,
     by_webhook_path,
     get,
@@ -14,7 +14,9 @@ from webapp.workflows.catalog import (
     register_handler,
     registered,
 )
-from webapp.workflows.model import Workflow
+from webapp.workflows.definition.model import Workflow
+from webapp.workflows.triggers import start as trigger
+from webapp.workflows.triggers import wakeups as wakeup
 
 __all__ = [
     "WriteHandler",
@@ -37,7 +39,9 @@ def register(app_or_wf: Any, wf: Workflow | None = None) -> Workflow:
     """
     target = wf if wf is not None else app_or_wf
     if not isinstance(target, Workflow):
-        raise TypeError("register() needs a Workflow (from webapp.workflows.api.workflow)")
+        raise TypeError(
+            "register() needs a Workflow (from webapp.workflows.definition.builders.workflow)"
+        )
     previous = catalog.put(target)
     if previous is not None and previous is not target:
         unmount(previous)

@@ -24,10 +24,11 @@ from webapp.eventstore import (
     projections,
 )
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
-from webapp.workflows import catalog, runs
-from webapp.workflows import events as ev
-from webapp.workflows.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
-from webapp.workflows.timers import schedule_advance_many
+from webapp.workflows.definition import catalog
+from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
+from webapp.workflows.dispatch.signals import schedule_advance_many
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
 
 log = logging.getLogger("webapp.workflows")
 

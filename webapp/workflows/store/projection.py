@@ -17,10 +17,10 @@ from sqlalchemy import Connection, delete, insert, update
 
 from webapp import clock
 from webapp.eventstore import Event, register_inline
-from webapp.workflows import events as ev
-from webapp.workflows import readmodel as rm
-from webapp.workflows.batch import collected
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.store import rows as rm
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.batch import collected
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 
 def _on_started(conn: Connection, e: Event) -> None:

@@ -15,10 +15,13 @@ from sqlalchemy.exc import DBAPIError
 
 from webapp import clock, db
 from webapp.eventstore import VersionConflict
-from webapp.workflows import leases, outcomes, runner, timers
-from webapp.workflows.claims import RESUMED, Claim, claim, claim_batch
-from webapp.workflows.state import Outcome, RunState
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.dispatch import signals as timers
+from webapp.workflows.engine import heartbeat as leases
+from webapp.workflows.engine import run_loop as runner
+from webapp.workflows.engine import stops as outcomes
+from webapp.workflows.engine.claims import RESUMED, Claim, claim, claim_batch
+from webapp.workflows.engine.run_state import Outcome, RunState
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 

@@ -12,15 +12,15 @@ from sqlalchemy import Connection, select
 
 from webapp import clock, db
 from webapp.eventstore import NewEvent, StreamId, VersionConflict
-from webapp.workflows import events as ev
-from webapp.workflows import runs
-from webapp.workflows.context import RunContext
-from webapp.workflows.durations import to_instant
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.durations import to_instant
+from webapp.workflows.definition.model import Wait, Workflow
+from webapp.workflows.dispatch.signals import schedule_resume
+from webapp.workflows.engine.run_state import Outcome
 from webapp.workflows.interpreter import resolve
-from webapp.workflows.model import Wait, Workflow
-from webapp.workflows.state import Outcome
-from webapp.workflows.tables import workflow_runs
-from webapp.workflows.timers import schedule_resume
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
+from webapp.workflows.store.tables import workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 

@@ -14,8 +14,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from webapp import db
 from webapp.eventstore import Event
-from webapp.workflows import events as ev
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 # A started run not picked up by a worker within this time is re-dispatched by the sweep.
 START_GRACE = timedelta(seconds=10)

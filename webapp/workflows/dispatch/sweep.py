@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, select
 
 from webapp import clock, db
-from webapp.workflows.drain import drain
-from webapp.workflows.resume import advance
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.dispatch.drain import drain
+from webapp.workflows.engine.resume import advance
+from webapp.workflows.store.tables import workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 

@@ -19,10 +19,10 @@ from webapp.eventstore import (
     projections,
     read_all,
 )
-from webapp.workflows import batch as batchmod
-from webapp.workflows import events as ev
-from webapp.workflows import match as matchmod
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.definition import match as matchmod
+from webapp.workflows.store import batch as batchmod
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 CONSUMED = "$consumed"  # results key: position of the last awaited event this run used
 LOOKBACK_PAGE = 500

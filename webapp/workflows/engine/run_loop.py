@@ -28,9 +28,14 @@ from typing import Any
 
 from webapp import clock, db
 from webapp.eventstore import NewEvent, get_event
-from webapp.workflows import catalog, infra, leases, outcomes, runs, suspend
-from webapp.workflows import events as ev
-from webapp.workflows.context import RunContext
+from webapp.workflows.definition import catalog
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import Retry, Return, Step, Wait, WaitForEvent
+from webapp.workflows.engine import heartbeat as leases
+from webapp.workflows.engine import stops as outcomes
+from webapp.workflows.engine import suspensions as suspend
+from webapp.workflows.engine import transient as infra
+from webapp.workflows.engine.run_state import Outcome, RunState
 from webapp.workflows.interpreter import (
     ReturnSignal,
     is_pure,
@@ -39,8 +44,8 @@ from webapp.workflows.interpreter import (
     run_step,
     run_steps,
 )
-from webapp.workflows.model import Retry, Return, Step, Wait, WaitForEvent
-from webapp.workflows.state import Outcome, RunState
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
 
 log = logging.getLogger("webapp.workflows")
 

@@ -1,6 +1,8 @@
 """The public API: define a workflow and its steps.
 
-    from webapp.workflows import api as wf, match
+    from webapp.workflows.definition import builders as wf
+
+    from webapp.workflows.definition import match
 
     verify = wf.workflow(
         "send-welcome",
@@ -30,10 +32,10 @@ from typing import Any, Literal
 from croniter import croniter
 
 from webapp.eventstore import Event
-from webapp.workflows.context import RunContext
-from webapp.workflows.durations import parse_duration, to_instant
-from webapp.workflows.fingerprint import describe, sha256_json
-from webapp.workflows.model import (
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.durations import parse_duration, to_instant
+from webapp.workflows.definition.fingerprint import describe, sha256_json
+from webapp.workflows.definition.model import (
     AppendEvent,
     Branch,
     Call,
@@ -227,7 +229,7 @@ def wait(name: str, duration: Any) -> Wait:
 
 def wait_for_event(name: str, event: str, timeout: Any, match: Any = None) -> WaitForEvent:
     """Suspend until an event of type `awaits[event]` whose payload satisfies
-    `match` (a node from `webapp.workflows.match`, or a function of the run
+    `match` (a node from `webapp.workflows.definition.match`, or a function of the run
     context building one), or until `timeout`. Result: the event's payload,
     or None on timeout."""
     return WaitForEvent(name, event, match, timeout)

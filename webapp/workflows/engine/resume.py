@@ -13,10 +13,12 @@ from sqlalchemy import Connection, select, update
 from webapp import clock, db
 from webapp.eventstore import VersionConflict, get_event, get_events
 from webapp.eventstore.tables import tenants
-from webapp.workflows import catalog, leases, runner, runs
-from webapp.workflows import events as ev
-from webapp.workflows.batch import update_runs
-from webapp.workflows.claims import (
+from webapp.workflows.definition import catalog
+from webapp.workflows.dispatch.drain import continue_runs
+from webapp.workflows.dispatch.signals import schedule_resume
+from webapp.workflows.engine import heartbeat as leases
+from webapp.workflows.engine import run_loop as runner
+from webapp.workflows.engine.claims import (
     ALREADY,
     FAILED,
     RESUMED,
@@ -25,10 +27,11 @@ from webapp.workflows.claims import (
     lock_keys,
     validate,
 )
-from webapp.workflows.drain import continue_runs
-from webapp.workflows.state import RunState
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
-from webapp.workflows.timers import schedule_resume
+from webapp.workflows.engine.run_state import RunState
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
+from webapp.workflows.store.batch import update_runs
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 

@@ -27,8 +27,9 @@ from sqlalchemy import select
 from webapp import clock, db, tenants
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
-from webapp.workflows import leases, timers
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.dispatch import signals as timers
+from webapp.workflows.engine import heartbeat as leases
+from webapp.workflows.store.tables import workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 

@@ -1,6 +1,6 @@
 """What a workflow definition is made of: triggers, steps, the workflow.
 
-Plain frozen dataclasses; `webapp.workflows.api` builds and validates them, the
+Plain frozen dataclasses; `webapp.workflows.definition.builders` builds and validates them, the
 interpreter (`webapp.workflows.interpreter`) runs them.
 """
 
@@ -13,8 +13,8 @@ from functools import cached_property
 from typing import Any, Literal
 
 from webapp.eventstore import Event
-from webapp.workflows.context import RunContext
-from webapp.workflows.fingerprint import fingerprint
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.fingerprint import fingerprint
 
 
 class DefinitionError(ValueError):

@@ -9,9 +9,9 @@ from __future__ import annotations
 from sqlalchemy import Connection, select, update
 
 from webapp.eventstore import Event, register_inline
-from webapp.workflows import events as ev
-from webapp.workflows import runs
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
+from webapp.workflows.store.tables import workflow_runs
 
 ERASURE_EVENTS = ("user.erased",)
 REASON_SUBJECT_ERASED = "subject_erased"

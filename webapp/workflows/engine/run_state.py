@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from webapp.eventstore import Event, NewEvent
-from webapp.workflows.model import Workflow
+from webapp.workflows.definition.model import Workflow
 
 
 @dataclass

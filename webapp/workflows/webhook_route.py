@@ -18,7 +18,8 @@ from typing import Any
 from flask import Blueprint, current_app, jsonify, request
 
 from webapp import clock
-from webapp.workflows import catalog, trigger
+from webapp.workflows.definition import catalog
+from webapp.workflows.triggers import start as trigger
 
 bp = Blueprint("workflow_hooks", __name__)
 SIGNATURE_HEADER = "X-Signature-256"

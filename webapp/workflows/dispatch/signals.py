@@ -61,7 +61,7 @@ def parse_member(raw: bytes | str) -> tuple[str, str, int]:
 
 
 def add_timer(tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -> None:
-    """Hand a future wake-up to the precise timer (`webapp.workflows.timer`)."""
+    """Hand a future wake-up to the precise timer (`webapp.workflows.dispatch.timer_loop`)."""
     try:
         pipe = get_redis().pipeline(transaction=False)
         pipe.zadd(TIMER_KEY, {member(tenant_id, run_id, step_index): to_ms(wake_at)})

@@ -27,7 +27,9 @@ from flask import Flask
 from redis import Redis
 
 from webapp.redis_conn import get_redis
-from webapp.workflows import infra, resume, timers
+from webapp.workflows.dispatch import signals as timers
+from webapp.workflows.engine import resume
+from webapp.workflows.engine import transient as infra
 
 log = logging.getLogger("webapp.workflows")
 

@@ -19,9 +19,9 @@ from sqlalchemy import JSON, Connection, Integer, TextClause, bindparam, delete,
 from webapp import clock, db
 from webapp.db import UTCDateTime
 from webapp.eventstore import Event, bulk
-from webapp.workflows import events as ev
-from webapp.workflows import readmodel as rm
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.store import rows as rm
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 _BATCH = "workflows.batched_projection"
 

@@ -8,11 +8,18 @@ from sqlalchemy import Connection, or_, select
 
 from webapp import clock, db
 from webapp.eventstore import Event, read_stream
-from webapp.workflows import catalog, runs
-from webapp.workflows import events as ev
-from webapp.workflows.sweep import STUCK_AFTER
-from webapp.workflows.tables import workflow_run_pending, workflow_runs
-from webapp.workflows.timers import schedule_advance
+from webapp.workflows.definition import catalog
+from webapp.workflows.dispatch.signals import schedule_advance
+from webapp.workflows.dispatch.sweep import STUCK_AFTER
+from webapp.workflows.engine import resume as resuming
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+
+
+def resume(tenant_id: str, run_id: str, step_index: int) -> str:
+    """resume-run by hand (rules 1-7, docs/workflows.md): the result word."""
+    return resuming.resume_run(tenant_id, run_id, step_index)
 
 
 class OperationError(Exception):

@@ -1,6 +1,6 @@
 """The definitions this process knows: workflows by name, write handlers by name.
 
-Only the lookup tables; `webapp.workflows.registry.register` adds a workflow
+Only the lookup tables; `webapp.workflows.triggers.registry.register` adds a workflow
 here and mounts its triggers and wake-ups.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp.workflows.context import RunContext
-from webapp.workflows.model import Workflow
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import Workflow
 
 # A write handler gets the step's transaction, the run context and the payload;
 # what it returns is the step's result.

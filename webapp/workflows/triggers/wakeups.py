@@ -22,11 +22,11 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from webapp.eventstore import Event, projections, register_inline
-from webapp.workflows import match as matchmod
-from webapp.workflows import runs
-from webapp.workflows.model import Workflow
-from webapp.workflows.tables import workflow_run_pending
-from webapp.workflows.timers import schedule_resume
+from webapp.workflows.definition import match as matchmod
+from webapp.workflows.definition.model import Workflow
+from webapp.workflows.dispatch.signals import schedule_resume
+from webapp.workflows.store import runs
+from webapp.workflows.store.tables import workflow_run_pending
 
 log = logging.getLogger("webapp.workflows")
 

@@ -2,7 +2,7 @@
 token with a short expiry; while the worker executes the run a heartbeat
 thread renews it, and every progress commit renews it too. A worker that dies
 stops renewing: within `LEASE` the lease has expired and the timer
-(`webapp.workflows.timer`, in every worker) re-dispatches the run from its
+(`webapp.workflows.dispatch.timer_loop`, in every worker) re-dispatches the run from its
 last committed step."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import update
 
 from webapp import clock, db
-from webapp.workflows.tables import workflow_runs
+from webapp.workflows.store.tables import workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 

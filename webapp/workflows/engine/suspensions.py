@@ -6,15 +6,15 @@ from __future__ import annotations
 import logging
 
 from webapp import clock, db
-from webapp.workflows import events as ev
-from webapp.workflows import match as matchmod
-from webapp.workflows import runs
-from webapp.workflows.context import RunContext
-from webapp.workflows.durations import to_instant
+from webapp.workflows.definition import match as matchmod
+from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.durations import to_instant
+from webapp.workflows.definition.model import Retry, WaitForEvent, Workflow
+from webapp.workflows.dispatch.signals import schedule_resume
+from webapp.workflows.engine.stops import storable
 from webapp.workflows.interpreter import resolve
-from webapp.workflows.model import Retry, WaitForEvent, Workflow
-from webapp.workflows.outcomes import storable
-from webapp.workflows.timers import schedule_resume
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
 
 log = logging.getLogger("webapp.workflows")
 
