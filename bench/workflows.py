@@ -299,10 +299,14 @@ class Bench:
         wake = (clock.now() - timedelta(seconds=5)).isoformat()
         wf = BACKLOG_WF
         from webapp.eventstore import append_many
-        from webapp.workflows.store import batch
+        from webapp.workflows.store import projection, wake_signal
 
         for start in range(0, BACKLOG, 500):
-            with db.transaction() as conn, batch.batched(conn) as collected:
+            with (
+                wake_signal.muted(),
+                db.transaction() as conn,
+                projection.batched(conn) as collected,
+            ):
                 streams = []
                 for i in range(start, min(BACKLOG, start + 500)):
                     run_id = ev.run_id_for(wf.name, f"backlog-{i}")
@@ -318,7 +322,7 @@ class Bench:
                         )
                     )
                 append_many(conn, streams)
-                batch.flush(conn, collected)
+                projection.apply(conn, collected)
         from webapp.jobs import enqueue
 
         t0 = time.perf_counter()

@@ -1,12 +1,15 @@
-"""Workflow jobs the RQ worker runs (enqueued by dotted path)."""
+"""Workflow jobs the RQ worker runs (their dotted paths: `worker.job_paths`).
+Each wraps a plain function of the engine in an application context."""
 
 from __future__ import annotations
 
 import time
 
-from webapp import clock
+from webapp import clock, db
 from webapp.workflows.dispatch.drain import drain as drain_due
-from webapp.workflows.engine import resume
+from webapp.workflows.engine import claims, continuation
+from webapp.workflows.engine.resume_rules import ResumeResult
+from webapp.workflows.store import queries
 from worker.tasks import in_app
 
 # rq-scheduler stores whole seconds, so a timed job can fire up to a second
@@ -16,21 +19,22 @@ EARLY_SLACK_S = 2.0
 
 @in_app
 def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
-    tenant_id, run_id, step_index = resume.validate_request(tenant_id, run_id, step_index)
-    wake_at = resume.pending_wake_at(tenant_id, run_id, step_index)
+    tenant_id, run_id, step_index = claims.validate_request(tenant_id, run_id, step_index)
+    with db.reading() as conn:
+        wake_at = queries.pending_wake_at(conn, tenant_id, run_id, step_index)
     if wake_at is None:
-        return resume.ALREADY
+        return ResumeResult.ALREADY
     early = (wake_at - clock.now()).total_seconds()
     if early > EARLY_SLACK_S:
-        return "not-due"  # the minute sweep or a later enqueue takes it
+        return ResumeResult.NOT_DUE  # the minute sweep or a later signal takes it
     if early > 0:
         time.sleep(early)
-    return resume.resume_run(tenant_id, run_id, step_index)
+    return continuation.resume_run(tenant_id, run_id, step_index)
 
 
 @in_app
 def advance(tenant_id: str, run_id: str) -> str:
-    return resume.advance(tenant_id, run_id)
+    return continuation.advance(tenant_id, run_id)
 
 
 @in_app
@@ -40,10 +44,10 @@ def drain(tenant_id: str) -> int:
 
 @in_app
 def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
-    return resume.advance_many(tenant_id, run_ids)
+    return continuation.advance_many(tenant_id, run_ids)
 
 
 @in_app
 def continue_run(tenant_id: str, run_id: str, token: str) -> str:
     """The resume loop's hand-off: run on under the lease its claim took."""
-    return resume.continue_leased(tenant_id, run_id, token)
+    return continuation.continue_leased(tenant_id, run_id, token)

@@ -26,7 +26,7 @@ from webapp.workflows.definition import builders as w
 from webapp.workflows.definition import match
 from webapp.workflows.definition.fingerprint import describe
 from webapp.workflows.dispatch import sweep
-from webapp.workflows.engine import resume
+from webapp.workflows.engine import continuation
 from webapp.workflows.engine import transient as infra
 from webapp.workflows.triggers import registry
 from worker import workflow_tasks
@@ -223,7 +223,7 @@ def test_resume_run_validates_first_in_the_function_and_the_job(app, tenant, run
     with db.reading() as conn:
         head = head_position(conn)
     with pytest.raises(ValueError, match=message):
-        resume.resume_run(tenant, run_id, step)
+        continuation.resume_run(tenant, run_id, step)
     with pytest.raises(ValueError, match=message):
         workflow_tasks.resume_run(tenant, run_id, step)
     with db.reading() as conn:

@@ -12,7 +12,7 @@ from webapp.workflows import operations as ops
 from webapp.workflows.definition import builders as w
 from webapp.workflows.dispatch import drain as drains
 from webapp.workflows.dispatch import sweep
-from webapp.workflows.engine import resume
+from webapp.workflows.engine import continuation
 from webapp.workflows.triggers import start as trigger
 
 
@@ -58,7 +58,7 @@ def test_twenty_concurrent_resumes_claim_once(app, wf, work, clock):
 
     def res(_):
         with app.app_context():
-            return resume.resume_run("default", run.run_id, 0)
+            return continuation.resume_run("default", run.run_id, 0)
 
     outcomes = parallel(20, res)
     assert outcomes.count("resumed") == 1
@@ -66,7 +66,7 @@ def test_twenty_concurrent_resumes_claim_once(app, wf, work, clock):
     t = types(run.run_id)
     assert t == ["run-started", "step.waiting", "step.resumed", "run-completed"]
     # a late duplicate after completion: still nothing appended
-    assert resume.resume_run("default", run.run_id, 0) == "already-resumed"
+    assert continuation.resume_run("default", run.run_id, 0) == "already-resumed"
     assert types(run.run_id)[-1] == "run-completed"
 
 
@@ -98,7 +98,6 @@ def test_started_run_lost_in_redis_is_advanced_by_the_sweep(wf, clock, redis):
 
 
 def test_backlog_drains_past_one_batch_and_in_parallel(app, wf, clock):
-    from webapp.workflows.store.rows import upsert  # noqa: F401
 
     d = wf(w.workflow("bulk", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
     total = drains.BATCH + 50  # past one batch
@@ -107,7 +106,7 @@ def test_backlog_drains_past_one_batch_and_in_parallel(app, wf, clock):
             e = emit_in(conn, i)
             trigger.start_run(conn, d, "default", e, None)
     for r in runs("bulk"):
-        resume.advance("default", r.run_id)
+        continuation.advance("default", r.run_id)
     assert len(pending()) == total
     clock.advance(120)
 
@@ -140,7 +139,7 @@ def test_cancelled_run_never_resumes(wf, work, clock):
     assert pending() == []
     clock.advance(120)
     sweep.sweep("default")
-    assert resume.resume_run("default", run.run_id, 0) == "already-resumed"
+    assert continuation.resume_run("default", run.run_id, 0) == "already-resumed"
     assert types(run.run_id) == ["run-started", "step.waiting", "run-cancelled"]
     assert only_run("c").status == "cancelled"
 

@@ -16,7 +16,7 @@ from webapp.eventstore.tables import projection_cursors
 from webapp.workflows.definition import builders as w
 from webapp.workflows.definition import match
 from webapp.workflows.dispatch import sweep
-from webapp.workflows.engine import resume
+from webapp.workflows.engine import continuation
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import RUN_NAMESPACE
 
@@ -449,7 +449,7 @@ def test_settled_check_comes_before_the_definition_lookup(wf, work, clock):
     with db.transaction() as conn:  # a stale row, as a lagging replica would show it
         conn.execute(workflow_run_pending.insert().values(**stale))
     registry.unregister("three")
-    assert resume.resume_run("default", run.run_id, 1) == "already-resumed"
+    assert continuation.resume_run("default", run.run_id, 1) == "already-resumed"
     assert types(run.run_id)[-1] == "run-completed"
 
 
@@ -457,10 +457,10 @@ def test_resume_run_validates_its_input(app):
     import pytest
 
     with pytest.raises(ValueError, match="runId must be a UUID"):
-        resume.resume_run("default", "not-a-uuid", 0)
+        continuation.resume_run("default", "not-a-uuid", 0)
     with pytest.raises(ValueError, match="stepIndex must be an integer"):
-        resume.resume_run("default", str(uuid.uuid4()), -1)
-    assert resume.resume_run("default", str(uuid.uuid4()), 0) == "already-resumed"
+        continuation.resume_run("default", str(uuid.uuid4()), -1)
+    assert continuation.resume_run("default", str(uuid.uuid4()), 0) == "already-resumed"
 
 
 def test_branch_for_each_append_event_and_call(wf, work):

@@ -7,36 +7,27 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, literal, select, tuple_
+from sqlalchemy import Connection
 
 from webapp.eventstore import Event, read_stream
 from webapp.workflows import operations as ops
 from webapp.workflows.definition import catalog
-from webapp.workflows.store import runs
-from webapp.workflows.store.tables import workflow_runs
+from webapp.workflows.store import queries, runs
+from webapp.workflows.store.queries import COUNT_CAP, RunFilter
+from webapp.workflows.store.run_events import OPEN, RunStatus
 
 PAGE_SIZE = 50
 TIMELINE_LIMIT = 500  # a run page shows at most its last 500 events
-COUNT_CAP = 10_000  # counts per status above this show as "10,000+"
 # The words the console shows (and filters by) for the stored statuses.
-STATUSES = {
-    "running": "running",
-    "waiting": "suspended",
-    "completed": "completed",
-    "failed": "failed",
-    "cancelled": "cancelled",
+STATUSES: dict[str, str] = {
+    "running": RunStatus.RUNNING,
+    "waiting": RunStatus.SUSPENDED,
+    "completed": RunStatus.COMPLETED,
+    "failed": RunStatus.FAILED,
+    "cancelled": RunStatus.CANCELLED,
 }
 WORD_OF = {stored: word for word, stored in STATUSES.items()}
-OPEN = ("running", "suspended")
-
-
-@dataclass(frozen=True)
-class RunFilter:
-    tenant: str
-    status: str | None = None  # a stored status
-    workflow: str | None = None
-    started_after: datetime | None = None
-    before: tuple[datetime, str] | None = None  # keyset: (started_at, run_id) of the last row
+__all__ = ["COUNT_CAP", "OPEN", "RunFilter", "RunsPage", "runs_page", "run_detail", "stuck_runs"]
 
 
 @dataclass(frozen=True)
@@ -46,48 +37,10 @@ class RunsPage:
     counts: dict[str, int]  # per status word, for the tenant and the other filters
 
 
-LISTED = (
-    workflow_runs.c.run_id,
-    workflow_runs.c.tenant_id,
-    workflow_runs.c.workflow_name,
-    workflow_runs.c.status,
-    workflow_runs.c.step_index,
-    workflow_runs.c.started_at,
-    workflow_runs.c.updated_at,
-)
-
-
-def _common(q: Any, f: RunFilter) -> Any:
-    q = q.where(workflow_runs.c.tenant_id == f.tenant)
-    if f.workflow:
-        q = q.where(workflow_runs.c.workflow_name == f.workflow)
-    if f.started_after:
-        q = q.where(workflow_runs.c.started_at > f.started_after)
-    return q
-
-
 def runs_page(conn: Connection, f: RunFilter, size: int | None = None) -> RunsPage:
-    """Newest first; keyset paging on (started_at, run_id), which an index covers."""
-    size = size or PAGE_SIZE
-    q = _common(select(*LISTED), f)
-    if f.status:
-        q = q.where(workflow_runs.c.status == f.status)
-    if f.before:
-        q = q.where(tuple_(workflow_runs.c.started_at, workflow_runs.c.run_id) < tuple_(*f.before))
-    q = q.order_by(workflow_runs.c.started_at.desc(), workflow_runs.c.run_id.desc())
-    rows = list(conn.execute(q.limit(size + 1)))
-    cursor = (rows[size - 1].started_at, rows[size - 1].run_id) if len(rows) > size else None
-    counts = conn.execute(
-        select(*(_capped_count(f, stored).label(word) for word, stored in STATUSES.items()))
-    ).one()
-    return RunsPage(rows[:size], cursor, {w: int(n) for w, n in counts._mapping.items()})
-
-
-def _capped_count(f: RunFilter, stored: str) -> Any:
-    """Runs of one status, counted up to COUNT_CAP + 1 (shown as "10,000+"): an
-    index-only range scan each, where GROUP BY would read every run of the tenant."""
-    hits = _common(select(literal(1)).where(workflow_runs.c.status == stored), f)
-    return select(func.count()).select_from(hits.limit(COUNT_CAP + 1).subquery()).scalar_subquery()
+    """Newest first, keyset paged, with the capped count of every status."""
+    rows, cursor = queries.runs_page(conn, f, size or PAGE_SIZE)
+    return RunsPage(rows, cursor, queries.status_counts(conn, f, STATUSES))
 
 
 def step_name(workflow_name: str, index: int) -> str:
@@ -127,7 +80,7 @@ class RunDetail:
 
     @property
     def can_retry(self) -> bool:
-        return bool(self.run.status == "failed")
+        return bool(self.run.status == RunStatus.FAILED)
 
 
 def run_detail(conn: Connection, run_id: str) -> RunDetail | None:

@@ -21,9 +21,9 @@ from webapp import clock
 from webapp.accounts import crypto
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User, stream_of
-from webapp.eventstore import Event, StreamId, read_stream
-from webapp.workflows.store.run_events import AGGREGATE_TYPE as RUN_AGGREGATE
-from webapp.workflows.store.tables import workflow_runs
+from webapp.eventstore import Event, read_stream
+from webapp.workflows.store import queries as run_queries
+from webapp.workflows.store import runs as run_streams
 
 UNAVAILABLE = "[encrypted:unavailable]"
 SECRET = "[secret: not exported]"
@@ -64,14 +64,9 @@ def _event(conn: Connection, user: User, e: Event) -> dict[str, Any]:
 
 
 def _runs(conn: Connection, user: User) -> list[dict[str, Any]]:
-    rows = conn.execute(
-        select(workflow_runs)
-        .where(workflow_runs.c.tenant_id == user.tenant_id, workflow_runs.c.subject_id == user.id)
-        .order_by(workflow_runs.c.started_at)
-    )
     out = []
-    for r in rows:
-        stream = StreamId(user.tenant_id, RUN_AGGREGATE, r.run_id)
+    for r in run_queries.runs_of_subject(conn, user.tenant_id, user.id):
+        stream = run_streams.stream(user.tenant_id, r.run_id)
         out.append(
             {
                 "run_id": r.run_id,

@@ -53,7 +53,7 @@ from webapp.workflows.definition.builders import (
     workflow,
 )
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.dispatch import sweep
+from webapp.workflows.dispatch import signals, sweep
 from webapp.workflows.store import projection
 from webapp.workflows.triggers import registry, subject_erasure
 from webapp.workflows.triggers.registry import register, register_handler, registered, unregister
@@ -94,6 +94,7 @@ def init_app(app: Flask) -> None:
     global _core_registered
     if not _core_registered:
         projection.register()
+        signals.install()
         subject_erasure.register()
         register_job(JobSpec("resume-due-runs", sweep.resume_due_runs, "* * * * *", True, "skip"))
         _core_registered = True

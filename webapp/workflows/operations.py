@@ -4,22 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, or_, select
+from sqlalchemy import Connection
 
-from webapp import clock, db
+from webapp import db
 from webapp.eventstore import Event, read_stream
 from webapp.workflows.definition import catalog
 from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.dispatch.sweep import STUCK_AFTER
-from webapp.workflows.engine import resume as resuming
+from webapp.workflows.engine import continuation
+from webapp.workflows.store import queries, runs
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store import runs
-from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.store.run_events import SETTLED, RunStatus
 
 
 def resume(tenant_id: str, run_id: str, step_index: int) -> str:
-    """resume-run by hand (rules 1-7, docs/workflows.md): the result word."""
-    return resuming.resume_run(tenant_id, run_id, step_index)
+    """resume-run by hand (rules 1-7, docs/workflows.md): the result word.
+    ValueError (rule 1) names what is wrong with the request."""
+    return continuation.resume_run(tenant_id, run_id, step_index)
 
 
 class OperationError(Exception):
@@ -29,19 +30,14 @@ class OperationError(Exception):
 def list_runs(
     conn: Connection, status: str | None = None, workflow: str | None = None, limit: int = 200
 ) -> list[Any]:
-    q = select(workflow_runs).order_by(workflow_runs.c.started_at.desc()).limit(limit)
-    if status:
-        q = q.where(workflow_runs.c.status == status)
-    if workflow:
-        q = q.where(workflow_runs.c.workflow_name == workflow)
-    return list(conn.execute(q))
+    return queries.list_runs(conn, status, workflow, limit)
 
 
 def find_run(conn: Connection, run_id: str) -> Any:
-    rows = list(conn.execute(select(workflow_runs).where(workflow_runs.c.run_id == run_id)))
-    if not rows:
+    row = queries.find_run(conn, run_id)
+    if row is None:
         raise OperationError(f"no run {run_id}")
-    return rows[0]
+    return row
 
 
 def timeline(conn: Connection, run_id: str) -> list[Event]:
@@ -50,9 +46,7 @@ def timeline(conn: Connection, run_id: str) -> list[Event]:
 
 
 def pending_rows(conn: Connection, run_id: str) -> list[Any]:
-    return list(
-        conn.execute(select(workflow_run_pending).where(workflow_run_pending.c.run_id == run_id))
-    )
+    return queries.pending_rows(conn, run_id)
 
 
 def cancel(run_id: str, reason: str = "cancelled by operator", actor: str | None = None) -> Event:
@@ -62,7 +56,7 @@ def cancel(run_id: str, reason: str = "cancelled by operator", actor: str | None
     with db.transaction() as conn:
         found = find_run(conn, run_id)
         row = runs.lock_run(conn, found.tenant_id, run_id)
-        if row.status in ("completed", "failed", "cancelled"):
+        if row.status in SETTLED:
             raise OperationError(f"run {run_id} is already {row.status}")
         return runs.append_run_event(
             conn,
@@ -79,7 +73,7 @@ def retry(run_id: str, actor: str | None = None) -> Event:
     with db.transaction() as conn:
         found = find_run(conn, run_id)
         row = runs.lock_run(conn, found.tenant_id, run_id)
-        if row.status != "failed":
+        if row.status != RunStatus.FAILED:
             raise OperationError(f"run {run_id} is {row.status}; only failed runs can be retried")
         wf = catalog.get(row.workflow_name)
         if wf is None:
@@ -103,37 +97,27 @@ def retry(run_id: str, actor: str | None = None) -> Event:
 
 def stuck(conn: Connection) -> list[dict[str, Any]]:
     """Runs due for more than 5 minutes and not advanced."""
-    limit = clock.now() - STUCK_AFTER
-    out: list[dict[str, Any]] = []
-    for p in conn.execute(
-        select(workflow_run_pending)
-        .where(workflow_run_pending.c.wake_at < limit)
-        .order_by(workflow_run_pending.c.wake_at)
-    ):
-        out.append(
-            {
-                "run_id": p.run_id,
-                "tenant_id": p.tenant_id,
-                "workflow": p.workflow_name,
-                "step_index": p.step_index,
-                "due_since": p.wake_at,
-                "state": "suspended",
-            }
-        )
-    for r in conn.execute(
-        select(workflow_runs).where(
-            workflow_runs.c.status == "running",
-            or_(workflow_runs.c.lease_until < limit, workflow_runs.c.lease_until.is_(None)),
-        )
-    ):
-        out.append(
-            {
-                "run_id": r.run_id,
-                "tenant_id": r.tenant_id,
-                "workflow": r.workflow_name,
-                "step_index": r.step_index,
-                "due_since": r.lease_until,
-                "state": "running",
-            }
-        )
+    due, running = queries.stuck(conn, STUCK_AFTER)
+    out: list[dict[str, Any]] = [
+        {
+            "run_id": p.run_id,
+            "tenant_id": p.tenant_id,
+            "workflow": p.workflow_name,
+            "step_index": p.step_index,
+            "due_since": p.wake_at,
+            "state": RunStatus.SUSPENDED,
+        }
+        for p in due
+    ]
+    out += [
+        {
+            "run_id": r.run_id,
+            "tenant_id": r.tenant_id,
+            "workflow": r.workflow_name,
+            "step_index": r.step_index,
+            "due_since": r.lease_until,
+            "state": RunStatus.RUNNING,
+        }
+        for r in running
+    ]
     return out

@@ -2,9 +2,9 @@
 
 A step due now (an awaited event woke it, its timer fired, a look-back found
 its event) is pushed as "tenant|run|step" onto a Redis list
-(`timers.request_resume`). Each worker's loop pops it (with whatever else is
+(`signals.request_resume`). Each worker's loop pops it (with whatever else is
 waiting, up to `BATCH`), validates it like every resume-run entry (rule 1),
-claims the due rows of a tenant in one transaction (`resume.resume_many`:
+claims the due rows of a tenant in one transaction (`continuation.resume_many`:
 rules 2-7, the same claim as the job's) and finishes the quick continuations
 together. A continuation that needs commits of its own (a mail, a webhook,
 a wait for an event ...) is handed to RQ under the lease the claim took
@@ -27,9 +27,8 @@ from flask import Flask
 from redis import Redis
 
 from webapp.redis_conn import get_redis
-from webapp.workflows.dispatch import signals as timers
-from webapp.workflows.engine import resume
-from webapp.workflows.engine import transient as infra
+from webapp.workflows.dispatch import signals
+from webapp.workflows.engine import claims, continuation, transient
 
 log = logging.getLogger("webapp.workflows")
 
@@ -41,12 +40,12 @@ def pop(r: Redis, block_s: float = BLOCK_S) -> list[Any]:
     """The requests waiting, oldest first (up to BATCH); when there are none,
     wait up to `block_s` for the next one and return it alone at once."""
     pipe = r.pipeline(transaction=True)
-    pipe.lrange(timers.RESUME_KEY, 0, BATCH - 1)
-    pipe.ltrim(timers.RESUME_KEY, BATCH, -1)
+    pipe.lrange(signals.RESUME_KEY, 0, BATCH - 1)
+    pipe.ltrim(signals.RESUME_KEY, BATCH, -1)
     waiting, _ = pipe.execute()
     if waiting:
         return list(waiting)
-    first = r.blpop([timers.RESUME_KEY], timeout=block_s)
+    first = r.blpop([signals.RESUME_KEY], timeout=block_s)
     return [] if first is None else [first[1]]
 
 
@@ -56,15 +55,15 @@ def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
     by_tenant: dict[str, set[tuple[str, int]]] = {}
     for item in raw:
         try:
-            tenant_id, run_id, step = timers.parse_member(item)
-            tenant_id, run_id, step = resume.validate_request(tenant_id, run_id, step)
+            tenant_id, run_id, step = signals.parse_member(item)
+            tenant_id, run_id, step = claims.validate_request(tenant_id, run_id, step)
         except ValueError as exc:
             log.warning("resume request refused", extra={"error": str(exc)})
             continue
         by_tenant.setdefault(tenant_id, set()).add((run_id, step))
     out: dict[tuple[str, str, int], str] = {}
     for tenant_id, keys in by_tenant.items():
-        done = resume.resume_many(tenant_id, sorted(keys), handoff=timers.request_continue)
+        done = continuation.resume_many(tenant_id, sorted(keys), handoff=signals.request_continue)
         out.update({(tenant_id, run_id, step): v for (run_id, step), v in done.items()})
     return out
 
@@ -73,7 +72,7 @@ def give_back(r: Redis, raw: list[Any]) -> None:
     """Put requests back at the head of the list (an outage stopped them)."""
     try:
         if raw:
-            r.lpush(timers.RESUME_KEY, *reversed(raw))
+            r.lpush(signals.RESUME_KEY, *reversed(raw))
     except Exception as exc:  # Redis is gone too: the sweep finds the due rows
         log.warning("resume requests dropped", extra={"error_class": type(exc).__name__})
 
@@ -86,7 +85,7 @@ def loop(stop: threading.Event) -> None:
         r = get_redis()
         try:
             if time.monotonic() >= alive_until:
-                r.set(timers.ALIVE_KEY, "1", px=timers.LOOP_ALIVE_MS)
+                r.set(signals.ALIVE_KEY, "1", px=signals.LOOP_ALIVE_MS)
                 alive_until = time.monotonic() + BLOCK_S
             raw = pop(r)
             if raw:
@@ -95,7 +94,7 @@ def loop(stop: threading.Event) -> None:
                 log.info("workflow resume loop reconnected")
                 outage = False
         except Exception as exc:  # never die of an outage (or of one bad batch)
-            if not infra.is_infrastructure(exc):
+            if not transient.is_infrastructure(exc):
                 log.exception("resume batch failed; the sweep will retry its rows")
                 continue
             give_back(r, raw)

@@ -1,5 +1,5 @@
-"""Asking a worker for work after commit: a resume now or at a time, an
-advance, a helper drain. Redis only carries "there is work": when it loses a
+"""The after-commit signal to Redis: asking a worker for work once the
+database holds it: a resume now or at a time, an advance, a helper drain. Redis only carries "there is work": when it loses a
 job, the minute sweep re-discovers it from the database.
 
 A resume due now goes to the resume loop of the workers (`resumer`): one
@@ -14,20 +14,20 @@ import logging
 from datetime import datetime
 
 from flask import has_app_context
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy import Connection
 
 from webapp import clock, db
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
+from webapp.workflows.engine import transient
+from webapp.workflows.store import wake_signal
+from worker import job_paths
 
 log = logging.getLogger("webapp.workflows")
 
-RESUME_FUNC = "worker.workflow_tasks.resume_run"
-ADVANCE_FUNC = "worker.workflow_tasks.advance"
-ADVANCE_MANY_FUNC = "worker.workflow_tasks.advance_many"
-CONTINUE_FUNC = "worker.workflow_tasks.continue_run"
-DRAIN_FUNC = "worker.workflow_tasks.drain"
 HELPER_KEY = "webapp:wf:drain-helper:{tenant}"
 TIMER_KEY = "webapp:wf:timers"  # sorted set: "tenant|run|step" scored by wake-up ms
 POKE_KEY = "webapp:wf:timers:poke"  # pushed when a wake-up is added: the timer re-plans
@@ -86,35 +86,40 @@ def request_resume(tenant_id: str, run_id: str, step_index: int) -> None:
             "resume not queued; the sweep will catch up", extra={"error_class": type(exc).__name__}
         )
         return
-    enqueue(RESUME_FUNC, tenant_id, run_id, step_index)
+    enqueue(job_paths.RESUME_RUN, tenant_id, run_id, step_index)
 
 
-def schedule_resume(
-    conn: Connection, tenant_id: str, run_id: str, step_index: int, wake_at: datetime
-) -> None:
-    """After commit: enqueue the resume now, or hand it to the precise timer.
-    The minute sweep stays the safety net when Redis loses it."""
-    due_now = wake_at <= clock.now()
+def on_wake(tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -> None:
+    """The store's wake-up listener (after commit): resume now, or hand the
+    wake-up to the precise timer. The minute sweep stays the safety net when
+    Redis loses it."""
+    if not has_app_context():
+        return
+    if wake_at <= clock.now():
+        request_resume(tenant_id, run_id, step_index)
+    else:
+        add_timer(tenant_id, run_id, step_index, wake_at)
 
-    def go() -> None:
-        if due_now:
-            request_resume(tenant_id, run_id, step_index)
-        else:
-            add_timer(tenant_id, run_id, step_index, wake_at)
 
-    if has_app_context():
-        db.after_commit(conn, go)
+def install() -> None:
+    """Wire the store's wake-ups to Redis (the app factory does it)."""
+    wake_signal.listen(on_wake)
+
+
+# A Redis connection error inside a step is transient: retried in place, never
+# the step's failure (whoever imports the dispatch layer talks to Redis).
+transient.register_transient(RedisConnectionError, RedisTimeoutError)
 
 
 def request_continue(tenant_id: str, run_id: str, token: str) -> None:
     """Now: continue a run whose lease `token` was just taken, in an RQ job.
     Lost, the lease expires and the timer re-dispatches the run (`advance`)."""
-    enqueue(CONTINUE_FUNC, tenant_id, run_id, token)
+    enqueue(job_paths.CONTINUE_RUN, tenant_id, run_id, token)
 
 
 def schedule_advance(conn: Connection, tenant_id: str, run_id: str) -> None:
     def go() -> None:
-        enqueue(ADVANCE_FUNC, tenant_id, run_id)
+        enqueue(job_paths.ADVANCE, tenant_id, run_id)
 
     if has_app_context():
         db.after_commit(conn, go)
@@ -123,11 +128,11 @@ def schedule_advance(conn: Connection, tenant_id: str, run_id: str) -> None:
 def schedule_advance_many(tenant_id: str, run_ids: list[str]) -> None:
     """Now (call it after commit): one job advancing these just-started runs."""
     if has_app_context():
-        enqueue(ADVANCE_MANY_FUNC, tenant_id, run_ids)
+        enqueue(job_paths.ADVANCE_MANY, tenant_id, run_ids)
 
 
 def request_drain(tenant_id: str) -> None:
-    enqueue(DRAIN_FUNC, tenant_id)
+    enqueue(job_paths.DRAIN, tenant_id)
 
 
 def request_helper(tenant_id: str) -> None:
@@ -139,4 +144,4 @@ def request_helper(tenant_id: str) -> None:
             return
     except RedisError:
         return
-    enqueue(DRAIN_FUNC, tenant_id)
+    enqueue(job_paths.DRAIN, tenant_id)

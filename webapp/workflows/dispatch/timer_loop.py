@@ -2,7 +2,7 @@
 runs whose lease expired (their worker died), in every worker process.
 
 Due wake-ups live in a Redis sorted set scored by their instant in
-milliseconds (`timers.schedule_resume` adds them). The timer sleeps exactly
+milliseconds (`signals.schedule_resume` adds them). The timer sleeps exactly
 until the earliest one, woken early through a list when a sooner one is
 added; a due member is claimed with ZREM, so of several timers exactly one
 enqueues its resume. Every `LEASE_CHECK_S` it also looks for running runs
@@ -22,14 +22,14 @@ from typing import Any
 from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
-from sqlalchemy import select
 
 from webapp import clock, db, tenants
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
-from webapp.workflows.dispatch import signals as timers
-from webapp.workflows.engine import heartbeat as leases
-from webapp.workflows.store.tables import workflow_runs
+from webapp.workflows.dispatch import signals
+from webapp.workflows.engine import heartbeat
+from webapp.workflows.store import queries
+from worker import job_paths
 
 log = logging.getLogger("webapp.workflows")
 
@@ -41,12 +41,12 @@ BATCH = 200
 def fire_due(r: Redis, now_ms: int) -> int:
     """Enqueue the resume of every due member we manage to claim."""
     fired = 0
-    due: list[Any] = list(r.zrangebyscore(timers.TIMER_KEY, "-inf", now_ms, start=0, num=BATCH))
+    due: list[Any] = list(r.zrangebyscore(signals.TIMER_KEY, "-inf", now_ms, start=0, num=BATCH))
     for member in due:
-        if not r.zrem(timers.TIMER_KEY, member):
+        if not r.zrem(signals.TIMER_KEY, member):
             continue  # another timer took it
-        tenant_id, run_id, step = timers.parse_member(member)
-        timers.request_resume(tenant_id, run_id, step)
+        tenant_id, run_id, step = signals.parse_member(member)
+        signals.request_resume(tenant_id, run_id, step)
         fired += 1
     return fired
 
@@ -54,35 +54,25 @@ def fire_due(r: Redis, now_ms: int) -> int:
 def expired_leases(limit: int = 500) -> list[tuple[str, str]]:
     """Running runs whose lease (or start grace) has run out."""
     with db.reading() as conn:
-        out = []
-        for tenant_id in tenants.all_ids(conn):
-            out += [
-                (tenant_id, r.run_id)
-                for r in conn.execute(
-                    select(workflow_runs.c.run_id)
-                    .where(
-                        workflow_runs.c.tenant_id == tenant_id,
-                        workflow_runs.c.status == "running",
-                        workflow_runs.c.lease_until < clock.now(),
-                    )
-                    .limit(limit)
-                )
-            ]
-        return out
+        return [
+            (r.tenant_id, r.run_id)
+            for tenant_id in tenants.all_ids(conn)
+            for r in queries.stale_running(conn, tenant_id, limit)
+        ]
 
 
 def redispatch(r: Redis, tenant_id: str, run_id: str) -> bool:
     """Enqueue `advance` for a run whose lease expired, at most once per LEASE
     (whichever timer asks first): a slow commit must not flood the queue."""
     key = f"webapp:wf:redispatch:{tenant_id}:{run_id}"
-    if not r.lock(key, timeout=leases.LEASE.total_seconds()).acquire(blocking=False):
+    if not r.lock(key, timeout=heartbeat.LEASE.total_seconds()).acquire(blocking=False):
         return False
-    enqueue(timers.ADVANCE_FUNC, tenant_id, run_id)
+    enqueue(job_paths.ADVANCE, tenant_id, run_id)
     return True
 
 
 def next_sleep(r: Redis, now_ms: int, cap: float) -> float:
-    head = r.zrange(timers.TIMER_KEY, 0, 0, withscores=True)
+    head = r.zrange(signals.TIMER_KEY, 0, 0, withscores=True)
     if not head:
         return cap
     return max(0.0, min(cap, (float(head[0][1]) - now_ms) / 1000))
@@ -94,7 +84,7 @@ def loop(stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             r = get_redis()
-            now_ms = timers.to_ms(clock.now())
+            now_ms = signals.to_ms(clock.now())
             fire_due(r, now_ms)
             if time.monotonic() >= next_lease_check:
                 next_lease_check = time.monotonic() + LEASE_CHECK_S
@@ -102,7 +92,7 @@ def loop(stop: threading.Event) -> None:
                     redispatch(r, tenant_id, run_id)
             wait = next_sleep(r, now_ms, min(MAX_SLEEP_S, next_lease_check - time.monotonic()))
             if wait > 0:
-                r.blpop([timers.POKE_KEY], timeout=max(wait, 0.001))
+                r.blpop([signals.POKE_KEY], timeout=max(wait, 0.001))
             if outage:
                 log.info("workflow timer reconnected")
                 outage = False

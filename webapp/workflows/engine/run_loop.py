@@ -15,9 +15,9 @@ pure steps) directly followed by the end of the run, a `return` or a `wait`
 commits together with that stop, since nothing with an effect runs between
 them. A run whose continuation is no more than that (the usual shape after a
 wait) is finished without any intermediate commit, and the drain finishes a
-whole batch of such runs in one transaction (`outcomes.finish_many`).
+whole batch of such runs in one transaction (`stops.finish_many`).
 
-An infrastructure error (`infra`) never fails the run: the loop waits, reloads
+An infrastructure error (`transient`) never fails the run: the loop waits, reloads
 the run's committed state and carries on.
 """
 
@@ -31,11 +31,8 @@ from webapp.eventstore import NewEvent, get_event
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import Retry, Return, Step, Wait, WaitForEvent
-from webapp.workflows.engine import heartbeat as leases
-from webapp.workflows.engine import stops as outcomes
-from webapp.workflows.engine import suspensions as suspend
-from webapp.workflows.engine import transient as infra
-from webapp.workflows.engine.run_state import Outcome, RunState
+from webapp.workflows.engine import heartbeat, stops, suspensions, transient
+from webapp.workflows.engine.run_state import RunResult, RunState, Stop
 from webapp.workflows.interpreter import (
     ReturnSignal,
     is_pure,
@@ -46,6 +43,7 @@ from webapp.workflows.interpreter import (
 )
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store import runs
+from webapp.workflows.store.run_events import RunStatus
 
 log = logging.getLogger("webapp.workflows")
 
@@ -69,7 +67,7 @@ def quick(state: RunState) -> bool:
 def load_state(tenant_id: str, run_id: str, token: str) -> RunState | None:
     with db.reading() as conn:
         row = runs.read_run(conn, tenant_id, run_id)
-        if row is None or row.lease_token != token or row.status != "running":
+        if row is None or row.lease_token != token or row.status != RunStatus.RUNNING:
             return None
         trigger = (
             get_event(conn, row.trigger_event_ref["eventId"]) if row.trigger_event_ref else None
@@ -88,16 +86,16 @@ def execute(tenant_id: str, run_id: str, token: str, state: RunState | None = No
 
     def attempt(current: RunState) -> str:
         r = _run(current)
-        if isinstance(r, Outcome):
-            return outcomes.finish_many(tenant_id, [r])[run_id]
+        if isinstance(r, Stop):
+            return stops.finish_many(tenant_id, [r])[run_id]
         return r
 
     return _retrying(tenant_id, run_id, token, state, attempt)
 
 
-def run(state: RunState) -> str | Outcome:
+def run(state: RunState) -> str | Stop:
     """Run steps from the state's step. A stop that is a plain run event (wait,
-    completion, failure) comes back as an Outcome for the caller to commit; the
+    completion, failure) comes back as a Stop for the caller to commit; the
     other stops (wait-for-event, retry, a db step that ends the run) commit here."""
     return _retrying(state.tenant_id, state.run_id, state.token, state, _run)
 
@@ -105,31 +103,31 @@ def run(state: RunState) -> str | Outcome:
 def _retrying(tenant_id: str, run_id: str, token: str, state: RunState | None, fn: Any) -> Any:
     """`fn(state)`; on an infrastructure error wait (backoff), reload the run's
     committed state and call again. "lost" when the lease is gone meanwhile or
-    the outage outlasts `infra.BUDGET_S` (the lease then expires, the sweep
+    the outage outlasts `transient.BUDGET_S` (the lease then expires, the sweep
     re-dispatches the run)."""
     current = state
     try:
-        with leases.heartbeat(tenant_id, [(run_id, token)]):
+        with heartbeat.heartbeat(tenant_id, [(run_id, token)]):
             return _attempts(tenant_id, run_id, token, current, fn)
     except Exception as exc:
-        if not infra.is_infrastructure(exc):
+        if not transient.is_infrastructure(exc):
             raise
         log.warning("workflow run left to its lease after an outage", extra={"run_id": run_id})
-    return "lost"
+    return RunResult.LOST
 
 
 def _attempts(tenant_id: str, run_id: str, token: str, current: RunState | None, fn: Any) -> Any:
-    for attempt in infra.retrying():
+    for attempt in transient.retrying():
         with attempt:
             if current is None or attempt.retry_state.attempt_number > 1:
                 current = load_state(tenant_id, run_id, token)
                 if current is None:
-                    return "lost"
+                    return RunResult.LOST
             return fn(current)
-    return "lost"  # pragma: no cover - tenacity re-raises when it gives up
+    return RunResult.LOST  # pragma: no cover - tenacity re-raises when it gives up
 
 
-def _run(state: RunState) -> str | Outcome:
+def _run(state: RunState) -> str | Stop:
     wf, token = state.wf, state.token
     ctx = RunContext(
         state.tenant_id,
@@ -147,15 +145,15 @@ def _run(state: RunState) -> str | Outcome:
         ctx.step_index = i
         try:
             if isinstance(step, Wait):
-                at = outcomes.wake_at(ctx, step)
+                at = stops.wake_at(ctx, step)
                 if at <= clock.now() and _quick_from(wf.steps, i + 1):
-                    carry += outcomes.passed_wait(ctx, at, state.fingerprint)
+                    carry += stops.passed_wait(ctx, at, state.fingerprint)
                     ctx.results[step.name] = None
                     i += 1
                     continue
-                return outcomes.waiting(ctx, step, token, state.fingerprint, at, carry)
+                return stops.waiting(ctx, step, token, state.fingerprint, at, carry)
             if isinstance(step, WaitForEvent):
-                return suspend.for_event(ctx, wf, step, token)
+                return suspensions.for_event(ctx, wf, step, token)
             if needs_transaction(step):
                 done = _in_transaction(ctx, state, step, i + 1 == n)
                 if done is not None:
@@ -167,13 +165,13 @@ def _run(state: RunState) -> str | Outcome:
             ctx.results[step.name] = json_safe(run_steps(inner, ctx), step.name)
         except ReturnSignal as r:
             ctx.results["return"] = r.value
-            return outcomes.completed(ctx, wf, token, carry)
+            return stops.completed(ctx, wf, token, carry)
         except Exception as exc:
-            if infra.is_infrastructure(exc):
+            if transient.is_infrastructure(exc):
                 raise
             if isinstance(step, Retry) and ctx.attempt < step.times:
-                return suspend.for_retry(ctx, step, exc, token)
-            return outcomes.failed(ctx, wf, exc, token, carry)
+                return suspensions.for_retry(ctx, step, exc, token)
+            return stops.failed(ctx, wf, exc, token, carry)
         ctx.attempt = 1
         if i + 1 == n:
             break
@@ -187,11 +185,11 @@ def _run(state: RunState) -> str | Outcome:
                     results=ctx.results,
                     step_index=i + 1,
                     attempt=1,
-                    lease_until=leases.lease_until(),
+                    lease_until=heartbeat.lease_until(),
                 ):
-                    return "lost"
+                    return RunResult.LOST
         i += 1
-    return outcomes.completed(ctx, wf, token, carry)
+    return stops.completed(ctx, wf, token, carry)
 
 
 def _in_transaction(ctx: RunContext, state: RunState, step: Step, last: bool) -> str | None:
@@ -202,7 +200,7 @@ def _in_transaction(ctx: RunContext, state: RunState, step: Step, last: bool) ->
     with db.transaction() as conn:
         row = runs.owned(conn, state.tenant_id, state.run_id, state.token)
         if row is None:
-            return "lost"
+            return RunResult.LOST
         try:
             if isinstance(step, Retry):
                 result: Any = run_steps(step.do, ctx, conn)
@@ -215,13 +213,13 @@ def _in_transaction(ctx: RunContext, state: RunState, step: Step, last: bool) ->
         if last:
             runs.save(conn, row, results=ctx.results, step_index=n, attempt=1)
             runs.append_run_event(conn, row, ev.RUN_COMPLETED, ev.run_completed(state.wf.name, n))
-            return "completed"
+            return RunResult.COMPLETED
         runs.save(
             conn,
             row,
             results=ctx.results,
             step_index=ctx.step_index + 1,
             attempt=1,
-            lease_until=leases.lease_until(clock.now()),
+            lease_until=heartbeat.lease_until(clock.now()),
         )
     return None

@@ -1,9 +1,11 @@
-"""What the scheduler hands the run loop, and what the run loop hands back."""
+"""What a claim hands the run loop (`RunState`), and what the run loop hands
+back when a run stops (`Stop`), with the words it answers (`RunResult`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from webapp.eventstore import Event, NewEvent
@@ -41,15 +43,24 @@ class RunState:
         )
 
 
+class RunResult(StrEnum):
+    """How far the run loop got with a run."""
+
+    SUSPENDED = "suspended"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    LOST = "lost"  # its lease is gone (cancelled, taken over, or an outage outlasted it)
+
+
 @dataclass
-class Outcome:
+class Stop:
     """How a run stops: the run events to append (a wait that was already due
     on the way adds its step.waiting + step.resumed before the stop) and the
     runs columns their projection does not set (results, step)."""
 
     run_id: str
     token: str
-    status: str  # completed | failed | suspended
+    status: RunResult  # completed | failed | suspended
     events: list[NewEvent]
     values: dict[str, Any]
     step_index: int = 0

@@ -8,31 +8,28 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
-
 from webapp import clock, db
 from webapp.eventstore import NewEvent, StreamId, VersionConflict
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.durations import to_instant
 from webapp.workflows.definition.model import Wait, Workflow
-from webapp.workflows.dispatch.signals import schedule_resume
-from webapp.workflows.engine.run_state import Outcome
+from webapp.workflows.engine.run_state import RunResult, Stop
 from webapp.workflows.interpreter import resolve
+from webapp.workflows.store import locks, runs
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store import runs
-from webapp.workflows.store.tables import workflow_runs
+from webapp.workflows.store.run_events import RunStatus
 
 log = logging.getLogger("webapp.workflows")
 
 
 def completed(
     ctx: RunContext, wf: Workflow, token: str, carry: list[NewEvent] | None = None
-) -> Outcome:
+) -> Stop:
     n = len(wf.steps)
-    return Outcome(
+    return Stop(
         ctx.run_id,
         token,
-        "completed",
+        RunResult.COMPLETED,
         [*(carry or []), NewEvent(ev.RUN_COMPLETED, ev.run_completed(wf.name, n))],
         dict(results=ctx.results, step_index=n, attempt=1),
     )
@@ -44,17 +41,17 @@ def failed(
     exc: BaseException,
     token: str,
     carry: list[NewEvent] | None = None,
-) -> Outcome:
+) -> Stop:
     # The raw error may hold personal data: the log gets it, the event does not.
     log.warning(
         "workflow step failed",
         extra={"workflow": wf.name, "run_id": ctx.run_id, "step_index": ctx.step_index},
         exc_info=exc,
     )
-    return Outcome(
+    return Stop(
         ctx.run_id,
         token,
-        "failed",
+        RunResult.FAILED,
         [
             *(carry or []),
             NewEvent(ev.RUN_FAILED, ev.run_failed(wf.name, ctx.step_index, ev.step_error(exc))),
@@ -74,11 +71,11 @@ def waiting(
     fingerprint: str,
     at: datetime,
     carry: list[NewEvent] | None = None,
-) -> Outcome:
-    return Outcome(
+) -> Stop:
+    return Stop(
         ctx.run_id,
         token,
-        "suspended",
+        RunResult.SUSPENDED,
         [*(carry or []), waiting_event(ctx, at, fingerprint)],
         dict(results=ctx.results),
         step_index=ctx.step_index,
@@ -113,7 +110,7 @@ def storable(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def finish_many(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
+def finish_many(tenant_id: str, outcomes: list[Stop]) -> dict[str, str]:
     """Commit the stops of many leased runs of one tenant in one transaction:
     their run events in one append, their projections set-based. A run whose
     lease is gone (cancelled, taken over) is left alone: "lost"."""
@@ -126,40 +123,26 @@ def finish_many(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
         # should not happen; settle the batch run by run so one cannot sink all.
         if len(outcomes) == 1:
             log.warning("workflow run lost its stream", extra={"run_id": outcomes[0].run_id})
-            return {outcomes[0].run_id: "lost"}
+            return {outcomes[0].run_id: RunResult.LOST}
         out: dict[str, str] = {}
         for o in outcomes:
             out.update(finish_many(tenant_id, [o]))
         return out
 
 
-def _finish(tenant_id: str, outcomes: list[Outcome]) -> dict[str, str]:
+def _finish(tenant_id: str, outcomes: list[Stop]) -> dict[str, str]:
     out: dict[str, str] = {}
     with db.transaction() as conn:
-        rows = _lock_rows(conn, tenant_id, sorted({o.run_id for o in outcomes}))
+        rows = locks.lock_for_finish(conn, tenant_id, sorted({o.run_id for o in outcomes}))
         batch: list[tuple[StreamId, list[NewEvent], int]] = []
         extra: dict[tuple[str, str], dict[str, Any]] = {}
         for o in outcomes:
             row = rows.get(o.run_id)
-            if row is None or row.status != "running" or row.lease_token != o.token:
-                out[o.run_id] = "lost"
+            if row is None or row.status != RunStatus.RUNNING or row.lease_token != o.token:
+                out[o.run_id] = RunResult.LOST
                 continue
             batch.append((runs.stream(tenant_id, o.run_id), o.events, row.version))
             extra[(tenant_id, o.run_id)] = o.values
             out[o.run_id] = o.status
-            if o.wake_at is not None:
-                schedule_resume(conn, tenant_id, o.run_id, o.step_index, o.wake_at)
         runs.append_batch(conn, batch, extra, running=True)  # each row checked running above
     return out
-
-
-def _lock_rows(conn: Connection, tenant_id: str, run_ids: list[str]) -> dict[str, Any]:
-    q = select(
-        workflow_runs.c.run_id,
-        workflow_runs.c.status,
-        workflow_runs.c.lease_token,
-        workflow_runs.c.version,
-    ).where(workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id.in_(run_ids))
-    if not db.is_sqlite(conn):
-        q = q.order_by(workflow_runs.c.run_id).with_for_update()
-    return {r.run_id: r for r in conn.execute(q)}

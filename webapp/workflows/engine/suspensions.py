@@ -1,5 +1,6 @@
 """Suspensions the run loop commits itself: a retry's backoff and a wait for
-an event (with its look-back for an event that came first)."""
+an event (with its look-back for an event that came first). Their pending
+rows, written by the projection, signal their own wake-up."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from webapp.workflows.definition import match as matchmod
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.durations import to_instant
 from webapp.workflows.definition.model import Retry, WaitForEvent, Workflow
-from webapp.workflows.dispatch.signals import schedule_resume
+from webapp.workflows.engine.run_state import RunResult
 from webapp.workflows.engine.stops import storable
 from webapp.workflows.interpreter import resolve
 from webapp.workflows.store import run_events as ev
@@ -29,7 +30,7 @@ def for_retry(ctx: RunContext, step: Retry, exc: Exception, token: str) -> str:
     with db.transaction() as conn:
         row = runs.owned(conn, ctx.tenant_id, ctx.run_id, token)
         if row is None:
-            return "lost"
+            return RunResult.LOST
         runs.save(conn, row, results=storable(ctx.results))
         runs.append_run_event(
             conn,
@@ -44,8 +45,7 @@ def for_retry(ctx: RunContext, step: Retry, exc: Exception, token: str) -> str:
                 ev.step_error(exc),
             ),
         )
-        schedule_resume(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, wake_at)
-    return "suspended"
+    return RunResult.SUSPENDED
 
 
 def for_event(ctx: RunContext, wf: Workflow, step: WaitForEvent, token: str) -> str:
@@ -56,7 +56,7 @@ def for_event(ctx: RunContext, wf: Workflow, step: WaitForEvent, token: str) -> 
     with db.transaction() as conn:
         row = runs.owned(conn, ctx.tenant_id, ctx.run_id, token)
         if row is None:
-            return "lost"
+            return RunResult.LOST
         runs.save(conn, row, results=ctx.results)
         runs.append_run_event(
             conn,
@@ -66,9 +66,8 @@ def for_event(ctx: RunContext, wf: Workflow, step: WaitForEvent, token: str) -> 
                 ctx.step_index, event_type, expr, timeout_at.isoformat(), wf.name, row.fingerprint
             ),
         )
-        schedule_resume(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, timeout_at)
     look_back(ctx, event_type, expr)
-    return "suspended"
+    return RunResult.SUSPENDED
 
 
 def look_back(ctx: RunContext, event_type: str, expr: object) -> bool:
@@ -78,13 +77,10 @@ def look_back(ctx: RunContext, event_type: str, expr: object) -> bool:
     before it is visible here, one committed after it finds the pending row in
     the wake-up projection. Scans from the trigger event (or the last awaited
     event this run consumed), not from run-started."""
-    after = max(int(ctx.trigger.position), int(ctx.results.get(runs.CONSUMED, 0)))
+    after = max(int(ctx.trigger.position), int(ctx.results.get(ev.CONSUMED, 0)))
     with db.reading() as conn:
         found = runs.lookback(conn, ctx.tenant_id, event_type, after, expr)
     if found is None:
         return False
     with db.transaction() as conn:
-        if not runs.wake(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, found):
-            return False
-        schedule_resume(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, clock.now())
-    return True
+        return runs.wake(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, found)

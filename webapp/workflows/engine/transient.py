@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import DBAPIError, OperationalError
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential, wait_random
 
@@ -29,8 +27,18 @@ FIRST_WAIT_S = 0.05
 MAX_WAIT_S = 5.0
 
 
+# Errors of other services that mean "gone for a moment" (the dispatch layer
+# adds Redis's: the engine itself never talks to Redis).
+_transient: tuple[type[BaseException], ...] = ()
+
+
+def register_transient(*types: type[BaseException]) -> None:
+    global _transient
+    _transient = tuple(dict.fromkeys((*_transient, *types)))
+
+
 def is_infrastructure(exc: BaseException) -> bool:
-    if isinstance(exc, RedisConnectionError | RedisTimeoutError):
+    if isinstance(exc, _transient):
         return True
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated or isinstance(exc, OperationalError):

@@ -1,132 +1,132 @@
-"""Inline projections of the run events (in the append's own transaction):
-the pending set `workflow_run_pending` and the `workflow_runs` row.
+"""The projection of the run events: the `workflow_runs` row (one per run) and
+the pending set `workflow_run_pending` (one row per suspended step), kept in
+the append's own transaction.
 
-The original maintains the pending set with an async projection. Doing it inline
-means a suspension and its pending row commit together, so the resume job can be
-scheduled in the same breath (after commit) and never finds the row missing; a
-claim (step.resumed) deletes the row in the claiming transaction, which is what
-keeps concurrent resumes from seeing it. Inside `batch.batched(conn)` the
-handlers only collect the events for a set-based `batch.flush`.
+One projection, two modes. Inline (the eventstore calls `_on_event` for every
+run event an append writes), each event is applied at once. Inside
+`batched(conn)`, as the drain's claims and finishes of a hundred runs at a
+time are, the events are only collected, and `apply` then writes them all
+set-based: one DELETE of the pending rows, one multi-row upsert of the new
+ones, one UPDATE of the runs rows (with whatever the caller knows besides,
+e.g. the new lease). Both modes are `apply`; the inline mode is a batch of one.
+
+Doing this inline means a suspension and its pending row commit together, and
+a claim (step.resumed) deletes the row in the claiming transaction, which is
+what keeps concurrent resumes from seeing it. Every pending row written gets
+its wake-up signal (`wake_signal`) after commit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, update
+from sqlalchemy import Connection, delete, insert
 
 from webapp import clock
 from webapp.eventstore import Event, register_inline
-from webapp.workflows.store import rows as rm
+from webapp.workflows.store import rows, sql, wake_signal
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store.batch import collected
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
+_BATCH = "workflows.batched_projection"
 
-def _on_started(conn: Connection, e: Event) -> None:
-    p = e.payload
+
+@contextmanager
+def batched(conn: Connection) -> Iterator[list[Event]]:
+    """Collect the run events appended inside the block (for `apply`)."""
+    collected: list[Event] = []
+    scope = conn.info
+    scope[_BATCH] = collected
+    try:
+        yield collected
+    finally:
+        scope.pop(_BATCH, None)
+
+
+def _on_event(conn: Connection, e: Event) -> None:
+    collected = conn.info.get(_BATCH)
+    if collected is not None:
+        collected.append(e)
+    else:
+        apply(conn, [e])
+
+
+def apply(
+    conn: Connection,
+    events: Sequence[Event],
+    extra: dict[tuple[str, str], dict[str, Any]] | None = None,
+    running: bool = False,
+) -> None:
+    """Write what the run events (in order) set, then `extra` columns per
+    (tenant, run). `running`: every run was running under the caller's lease,
+    so none has a pending row (its resume deleted it): no DELETE to send."""
     now = clock.now()
-    conn.execute(delete(workflow_run_pending).where(rm.pending_key(e)))
-    rm.upsert(
-        conn,
-        workflow_runs,
-        dict(
-            tenant_id=e.tenant_id,
-            run_id=e.aggregate_id,
-            workflow_name=p["workflowName"],
-            status="running",
-            step_index=0,
-            attempt=1,
-            version=e.version,
-            fingerprint=p["definitionFingerprint"],
-            idempotency_key=p.get("idempotencyKey"),
-            trigger_event_type=p["triggerEventType"],
-            trigger_event_ref=p["triggerEventRef"],
-            subject_id=(p["triggerEventRef"] or {}).get("aggregateId"),
-            started_position=e.position,
-            results={},
-            error=None,
-            reason=None,
-            lease_token=None,
-            lease_until=now + rm.START_GRACE,
-            started_at=now,
-            updated_at=now,
-        ),
-        ["tenant_id", "run_id"],
-    )
-
-
-def _on_suspended(conn: Connection, e: Event) -> None:
-    if collected(conn, e):
-        return
-    rm.upsert(
+    cleared: dict[str, set[str]] = {}
+    new_rows: dict[tuple[str, str, int], dict[str, Any]] = {}
+    started: list[dict[str, Any]] = []
+    runs_values: dict[tuple[str, str], dict[str, Any]] = {}
+    settled: set[tuple[str, str]] = set()
+    for e in events:
+        key = (e.tenant_id, e.aggregate_id)
+        if e.type == ev.RUN_STARTED:
+            cleared.setdefault(e.tenant_id, set()).add(e.aggregate_id)
+            started.append(rows.started_row(e, now))
+            continue
+        values = runs_values.setdefault(key, {})
+        if e.type in ev.SUSPENSIONS:
+            row = rows.pending_row(e, rows.fingerprint_for(conn, e))
+            new_rows[(*key, row["step_index"])] = row
+            values.update(rows.suspended_values(e, now))
+            continue
+        # every other run event ends the suspension: drop rows suspended earlier
+        cleared.setdefault(e.tenant_id, set()).add(e.aggregate_id)
+        for k in [k for k in new_rows if k[:2] == key]:
+            del new_rows[k]
+        if e.type == ev.STEP_RESUMED:
+            values.update(rows.resumed_values(e, now))
+        elif e.type == ev.RUN_RETRIED:
+            values.update(rows.retried_values(e, now))
+        else:
+            values.update(rows.settled_values(e, now))
+            settled.add(key)
+    for key, more in (extra or {}).items():
+        runs_values.setdefault(key, {}).update(more, updated_at=now)
+    for tenant_id, run_ids in ({} if running else cleared).items():
+        conn.execute(
+            delete(workflow_run_pending).where(
+                workflow_run_pending.c.tenant_id == tenant_id,
+                workflow_run_pending.c.run_id.in_(sorted(run_ids)),
+            )
+        )
+    for row in started:
+        sql.upsert(conn, workflow_runs, row, ["tenant_id", "run_id"])
+    sql.upsert_many(
         conn,
         workflow_run_pending,
-        rm.pending_row(e, rm.fingerprint_for(conn, e)),
+        [new_rows[k] for k in sorted(new_rows)],
         ["tenant_id", "run_id", "step_index"],
     )
-    conn.execute(
-        update(workflow_runs).where(rm.run_key(e)).values(**rm.suspended_values(e, clock.now()))
-    )
+    updated = sql.update_runs(conn, runs_values)
+    if not running and settled and updated < len([v for v in runs_values.values() if v]):
+        _insert_unstarted(conn, events, now)
+    for tenant_id, run_id, step_index in sorted(new_rows):
+        at = new_rows[(tenant_id, run_id, step_index)]["wake_at"]
+        wake_signal.signal(conn, tenant_id, run_id, step_index, at)
 
 
-def _on_resumed(conn: Connection, e: Event) -> None:
-    if collected(conn, e):
-        return
-    conn.execute(delete(workflow_run_pending).where(rm.pending_key(e)))
-    conn.execute(
-        update(workflow_runs).where(rm.run_key(e)).values(**rm.resumed_values(e, clock.now()))
-    )
-
-
-def _on_settled(conn: Connection, e: Event) -> None:
-    if collected(conn, e):
-        return
-    conn.execute(delete(workflow_run_pending).where(rm.pending_key(e)))
-    now = clock.now()
-    values = rm.settled_values(e, now)
-    done = conn.execute(update(workflow_runs).where(rm.run_key(e)).values(**values)).rowcount
-    if not done:
-        # A failure recorded before any run-started (e.g. a trigger filter raised).
-        row: dict[str, Any] = dict(
-            tenant_id=e.tenant_id,
-            run_id=e.aggregate_id,
-            workflow_name=e.payload.get("workflowName", "?"),
-            step_index=int(e.payload.get("stepIndex", 0)),
-            attempt=1,
-            fingerprint="",
-            started_position=e.position,
-            results={},
-            started_at=now,
-        )
-        row.update(values)
-        conn.execute(insert(workflow_runs).values(**row))
-
-
-def _on_retried(conn: Connection, e: Event) -> None:
-    now = clock.now()
-    conn.execute(
-        update(workflow_runs)
-        .where(rm.run_key(e))
-        .values(
-            status="running",
-            step_index=int(e.payload["stepIndex"]),
-            attempt=1,
-            version=e.version,
-            error=None,
-            reason=None,
-            lease_token=None,
-            lease_until=now + rm.START_GRACE,
-            updated_at=now,
-        )
-    )
+def _insert_unstarted(conn: Connection, events: Sequence[Event], now: Any) -> None:
+    """A failure recorded before any run-started (a trigger's filter or key
+    raised): the run gets its row from the failure alone."""
+    for e in events:
+        if e.type not in ev.SETTLING:
+            continue
+        if rows.exists(conn, e):
+            continue
+        conn.execute(insert(workflow_runs).values(**rows.unstarted_row(e, now)))
 
 
 def register() -> None:
-    register_inline(ev.RUN_STARTED, _on_started)
-    for t in ev.SUSPENSIONS:
-        register_inline(t, _on_suspended)
-    register_inline(ev.STEP_RESUMED, _on_resumed)
-    for t in ev.SETTLING:
-        register_inline(t, _on_settled)
-    register_inline(ev.RUN_RETRIED, _on_retried)
+    for t in ev.ALL:
+        register_inline(t, _on_event)

@@ -1,47 +1,21 @@
-"""The read models of the run events, their rows: `workflow_runs` (one per
-run) and `workflow_run_pending` (one per suspended step). What each run event
-sets, as plain values, shared by the inline handlers (`projection`) and the
-set-based batch (`batch`)."""
+"""What each run event sets in its read models, as plain values: the
+`workflow_runs` row (one per run) and the `workflow_run_pending` row (one per
+suspended step). `projection` writes them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Table, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, select
 
-from webapp import db
 from webapp.eventstore import Event
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.run_events import RunStatus
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 # A started run not picked up by a worker within this time is re-dispatched by the sweep.
 START_GRACE = timedelta(seconds=10)
-
-
-def upsert(conn: Connection, table: Table, values: dict[str, Any], keys: list[str]) -> None:
-    stmt: Any = (sqlite.insert if db.is_sqlite(conn) else postgresql.insert)(table).values(**values)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=keys, set_={k: v for k, v in values.items() if k not in keys}
-    )
-    conn.execute(stmt)
-
-
-def upsert_many(
-    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: list[str]
-) -> None:
-    """One multi-row INSERT .. ON CONFLICT DO UPDATE (rows share their columns)."""
-    if not rows:
-        return
-    stmt: Any = (sqlite.insert if db.is_sqlite(conn) else postgresql.insert)(table).values(
-        list(rows)
-    )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=keys, set_={k: stmt.excluded[k] for k in rows[0] if k not in keys}
-    )
-    conn.execute(stmt)
 
 
 def run_key(e: Event) -> Any:
@@ -52,6 +26,10 @@ def pending_key(e: Event) -> Any:
     return (workflow_run_pending.c.tenant_id == e.tenant_id) & (
         workflow_run_pending.c.run_id == e.aggregate_id
     )
+
+
+def exists(conn: Connection, e: Event) -> bool:
+    return conn.execute(select(workflow_runs.c.run_id).where(run_key(e))).first() is not None
 
 
 def fingerprint_for(conn: Connection, e: Event) -> str | None:
@@ -84,7 +62,7 @@ def pending_row(e: Event, fingerprint: str | None) -> dict[str, Any]:
 
 def suspended_values(e: Event, now: datetime) -> dict[str, Any]:
     values: dict[str, Any] = dict(
-        status="suspended",
+        status=RunStatus.SUSPENDED,
         step_index=int(e.payload["stepIndex"]),
         version=e.version,
         lease_token=None,
@@ -97,14 +75,72 @@ def suspended_values(e: Event, now: datetime) -> dict[str, Any]:
 
 
 def resumed_values(e: Event, now: datetime) -> dict[str, Any]:
-    return dict(status="running", version=e.version, updated_at=now)
+    return dict(status=RunStatus.RUNNING, version=e.version, updated_at=now)
+
+
+def retried_values(e: Event, now: datetime) -> dict[str, Any]:
+    """An operator's retry: running again from the failed step, leased by nobody."""
+    return dict(
+        status=RunStatus.RUNNING,
+        step_index=int(e.payload["stepIndex"]),
+        attempt=1,
+        version=e.version,
+        error=None,
+        reason=None,
+        lease_token=None,
+        lease_until=now + START_GRACE,
+        updated_at=now,
+    )
+
+
+def started_row(e: Event, now: datetime) -> dict[str, Any]:
+    p = e.payload
+    return dict(
+        tenant_id=e.tenant_id,
+        run_id=e.aggregate_id,
+        workflow_name=p["workflowName"],
+        status=RunStatus.RUNNING,
+        step_index=0,
+        attempt=1,
+        version=e.version,
+        fingerprint=p["definitionFingerprint"],
+        idempotency_key=p.get("idempotencyKey"),
+        trigger_event_type=p["triggerEventType"],
+        trigger_event_ref=p["triggerEventRef"],
+        subject_id=(p["triggerEventRef"] or {}).get("aggregateId"),
+        started_position=e.position,
+        results={},
+        error=None,
+        reason=None,
+        lease_token=None,
+        lease_until=now + START_GRACE,
+        started_at=now,
+        updated_at=now,
+    )
+
+
+def unstarted_row(e: Event, now: datetime) -> dict[str, Any]:
+    """The row of a run that failed before it started (its trigger raised)."""
+    row: dict[str, Any] = dict(
+        tenant_id=e.tenant_id,
+        run_id=e.aggregate_id,
+        workflow_name=e.payload.get("workflowName", "?"),
+        step_index=int(e.payload.get("stepIndex", 0)),
+        attempt=1,
+        fingerprint="",
+        started_position=e.position,
+        results={},
+        started_at=now,
+    )
+    row.update(settled_values(e, now))
+    return row
 
 
 def settled_values(e: Event, now: datetime) -> dict[str, Any]:
     status = {
-        ev.RUN_COMPLETED: "completed",
-        ev.RUN_FAILED: "failed",
-        ev.RUN_CANCELLED: "cancelled",
+        ev.RUN_COMPLETED: RunStatus.COMPLETED,
+        ev.RUN_FAILED: RunStatus.FAILED,
+        ev.RUN_CANCELLED: RunStatus.CANCELLED,
     }[e.type]
     values: dict[str, Any] = dict(
         status=status,

@@ -7,9 +7,27 @@ Payload keys of the seven original events are exactly the original's; two more
 from __future__ import annotations
 
 import uuid
+from enum import StrEnum
 from typing import Any
 
+
+class RunStatus(StrEnum):
+    """The status a run's `workflow_runs` row holds (a StrEnum: it is stored,
+    compared and shown as the plain word)."""
+
+    RUNNING = "running"
+    SUSPENDED = "suspended"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+OPEN = (RunStatus.RUNNING, RunStatus.SUSPENDED)
+SETTLED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+
 AGGREGATE_TYPE = "workflow-run"
+
+CONSUMED = "$consumed"  # results key: position of the last awaited event a run used
 
 RUN_STARTED = "workflow.run-started"
 STEP_WAITING = "workflow.step.waiting"

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from webapp import clock, db
+from webapp import clock
 from webapp.eventstore import (
     Event,
     Metadata,
@@ -20,11 +20,11 @@ from webapp.eventstore import (
     read_all,
 )
 from webapp.workflows.definition import match as matchmod
-from webapp.workflows.store import batch as batchmod
+from webapp.workflows.store import projection, sql, wake_signal
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.run_events import OPEN, RunStatus
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
-CONSUMED = "$consumed"  # results key: position of the last awaited event this run used
 LOOKBACK_PAGE = 500
 
 
@@ -40,9 +40,7 @@ def lock_run(conn: Connection, tenant_id: str, run_id: str) -> Any:
     q = select(workflow_runs).where(
         workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id == run_id
     )
-    if not db.is_sqlite(conn):
-        q = q.with_for_update()
-    return conn.execute(q).first()
+    return conn.execute(sql.locked(conn, q)).first()
 
 
 def read_run(conn: Connection, tenant_id: str, run_id: str) -> Any:
@@ -56,7 +54,7 @@ def read_run(conn: Connection, tenant_id: str, run_id: str) -> Any:
 def owned(conn: Connection, tenant_id: str, run_id: str, token: str) -> Any:
     """The locked runs row while we still hold its lease, else None."""
     row = lock_run(conn, tenant_id, run_id)
-    if row is None or row.status != "running" or row.lease_token != token:
+    if row is None or row.status != RunStatus.RUNNING or row.lease_token != token:
         return None
     return row
 
@@ -87,16 +85,21 @@ def append_batch(
 ) -> None:
     """Append run events to many run streams (each at its expected version) and
     apply their projections set-based, plus `extra` runs columns per run
-    (`running` as in `batch.flush`)."""
+    (`running` as in `projection.apply`)."""
     if not batch:
         return
     dispatch = dispatch_for({e.type for _, evs, _ in batch for e in evs})
-    with batchmod.batched(conn) as collected:
+    with projection.batched(conn) as collected:
         if len(batch) == 1:
             append(conn, *batch[0], dispatch=dispatch)  # one round trip fewer than append_many
         else:
             append_many(conn, batch, dispatch=dispatch)
-    batchmod.flush(conn, collected, extra, running)
+    projection.apply(conn, collected, extra, running)
+
+
+def set_columns(conn: Connection, values: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """Set columns of many runs rows ((tenant, run) -> columns), no event."""
+    sql.update_runs(conn, values)
 
 
 def save(conn: Connection, row: Any, **values: Any) -> None:
@@ -114,7 +117,7 @@ def save_owned(conn: Connection, tenant_id: str, run_id: str, token: str, **valu
         .where(
             workflow_runs.c.tenant_id == tenant_id,
             workflow_runs.c.run_id == run_id,
-            workflow_runs.c.status == "running",
+            workflow_runs.c.status == RunStatus.RUNNING,
             workflow_runs.c.lease_token == token,
         )
         .values(updated_at=clock.now(), **values)
@@ -140,9 +143,11 @@ def lookback(
 
 
 def wake(conn: Connection, tenant_id: str, run_id: str, step_index: int, e: Event) -> bool:
-    """Point a waiting pending row at the event it awaited and make it due now.
-    The first matching event wins; False when the row was gone or already woken."""
-    return bool(
+    """Point a waiting pending row at the event it awaited and make it due now
+    (signalled after commit). The first matching event wins; False when the
+    row was gone or already woken."""
+    now = clock.now()
+    woken = bool(
         conn.execute(
             update(workflow_run_pending)
             .where(
@@ -151,6 +156,46 @@ def wake(conn: Connection, tenant_id: str, run_id: str, step_index: int, e: Even
                 workflow_run_pending.c.step_index == step_index,
                 workflow_run_pending.c.trigger_event_ref.is_(None),
             )
-            .values(trigger_event_type=e.type, trigger_event_ref=e.ref, wake_at=clock.now())
+            .values(trigger_event_type=e.type, trigger_event_ref=e.ref, wake_at=now)
+        ).rowcount
+    )
+    if woken:
+        wake_signal.signal(conn, tenant_id, run_id, step_index, now)
+    return woken
+
+
+def waiting_for(conn: Connection, event: Event, workflow_name: str | None = None) -> list[Any]:
+    """The pending rows of the event's tenant waiting (not yet woken) for its
+    type, of one workflow or of all."""
+    q = select(workflow_run_pending).where(
+        workflow_run_pending.c.tenant_id == event.tenant_id,
+        workflow_run_pending.c.wait_event_type == event.type,
+        workflow_run_pending.c.trigger_event_ref.is_(None),
+    )
+    if workflow_name is not None:
+        q = q.where(workflow_run_pending.c.workflow_name == workflow_name)
+    return list(conn.execute(q))
+
+
+def open_runs_of(conn: Connection, tenant_id: str, subject_id: str) -> list[Any]:
+    """The open runs of a subject (the trigger event's aggregate), locked."""
+    q = select(workflow_runs).where(
+        workflow_runs.c.tenant_id == tenant_id,
+        workflow_runs.c.subject_id == subject_id,
+        workflow_runs.c.status.in_(OPEN),
+    )
+    return list(conn.execute(sql.locked(conn, q, workflow_runs.c.run_id)))
+
+
+def forget_results(conn: Connection, tenant_id: str, subject_id: str) -> int:
+    """Erase what every run of a subject computed; the runs touched."""
+    return int(
+        conn.execute(
+            update(workflow_runs)
+            .where(
+                workflow_runs.c.tenant_id == tenant_id,
+                workflow_runs.c.subject_id == subject_id,
+            )
+            .values(results={}, error=None)
         ).rowcount
     )

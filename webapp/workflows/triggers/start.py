@@ -59,7 +59,7 @@ def start_run(
         return run_id
     run_id = ev.run_id_for(wf.name, key)
     row = runs.lock_run(conn, tenant_id, run_id)
-    if row is not None and row.status in ("running", "suspended"):
+    if row is not None and row.status in ev.OPEN:
         if wf.on_duplicate == "ignore":
             log.info("workflow trigger ignored: run still open", extra={"run_id": run_id})
             return None

@@ -6,12 +6,11 @@ transaction as the erasure itself (an inline projection)."""
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection
 
 from webapp.eventstore import Event, register_inline
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store import runs
-from webapp.workflows.store.tables import workflow_runs
 
 ERASURE_EVENTS = ("user.erased",)
 REASON_SUBJECT_ERASED = "subject_erased"
@@ -20,12 +19,7 @@ REASON_SUBJECT_ERASED = "subject_erased"
 def erase_subject(conn: Connection, tenant_id: str, subject_id: str) -> int:
     """Erase the results of every run of `subject_id`; cancel the open ones.
     Returns the number of runs touched."""
-    q = select(workflow_runs).where(
-        workflow_runs.c.tenant_id == tenant_id,
-        workflow_runs.c.subject_id == subject_id,
-        workflow_runs.c.status.in_(("running", "suspended")),
-    )
-    for row in conn.execute(q.with_for_update() if conn.dialect.name != "sqlite" else q).all():
+    for row in runs.open_runs_of(conn, tenant_id, subject_id):
         runs.append_run_event(
             conn,
             row,
@@ -36,16 +30,7 @@ def erase_subject(conn: Connection, tenant_id: str, subject_id: str) -> int:
                 "reason": REASON_SUBJECT_ERASED,
             },
         )
-    return int(
-        conn.execute(
-            update(workflow_runs)
-            .where(
-                workflow_runs.c.tenant_id == tenant_id,
-                workflow_runs.c.subject_id == subject_id,
-            )
-            .values(results={}, error=None)
-        ).rowcount
-    )
+    return runs.forget_results(conn, tenant_id, subject_id)
 
 
 def _on_erased(conn: Connection, e: Event) -> None:

@@ -1,10 +1,10 @@
 """Event wake-up: an awaited event wakes the runs waiting for it.
 
-Inline, in the transaction that appends the event (`apply_inline`): the
-pending rows of the event's tenant waiting for that type (indexed) have their
+Inline, in the transaction that appends the event (`apply`): the pending
+rows of the event's tenant waiting for that type (indexed) have their
 persisted match expression evaluated against the payload; a match sets the
-trigger columns and wake_at = now and (after commit) enqueues resume-run at
-once, so an awaited event costs one queue hop. The append lock orders this
+trigger columns and wake_at = now (`store.runs.wake`, which signals the
+resume after commit), so an awaited event costs one queue hop. The append lock orders this
 with every suspension: a suspension committed before the event is seen here,
 one committed after it finds the event in its look-back (`suspend`).
 
@@ -19,14 +19,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from webapp.eventstore import Event, projections, register_inline
 from webapp.workflows.definition import match as matchmod
 from webapp.workflows.definition.model import Workflow
-from webapp.workflows.dispatch.signals import schedule_resume
 from webapp.workflows.store import runs
-from webapp.workflows.store.tables import workflow_run_pending
 
 log = logging.getLogger("webapp.workflows")
 
@@ -35,35 +33,12 @@ def projection_name(wf: Workflow) -> str:
     return f"workflow-{wf.name}-wakeup"
 
 
-def apply(conn: Connection, event: Event, workflow_name: str) -> None:
-    rows = conn.execute(
-        select(workflow_run_pending).where(
-            workflow_run_pending.c.tenant_id == event.tenant_id,
-            workflow_run_pending.c.workflow_name == workflow_name,
-            workflow_run_pending.c.wait_event_type == event.type,
-            workflow_run_pending.c.trigger_event_ref.is_(None),
-        )
-    ).all()
-    for row in rows:
-        if not _matches(row, event):
-            continue
-        if runs.wake(conn, row.tenant_id, row.run_id, row.step_index, event):
-            schedule_resume(conn, row.tenant_id, row.run_id, row.step_index, event.recorded_at)
-
-
-def apply_inline(conn: Connection, event: Event) -> None:
-    rows = conn.execute(
-        select(workflow_run_pending).where(
-            workflow_run_pending.c.tenant_id == event.tenant_id,
-            workflow_run_pending.c.wait_event_type == event.type,
-            workflow_run_pending.c.trigger_event_ref.is_(None),
-        )
-    ).all()
-    for row in rows:
-        if _matches(row, event) and runs.wake(
-            conn, row.tenant_id, row.run_id, row.step_index, event
-        ):
-            schedule_resume(conn, row.tenant_id, row.run_id, row.step_index, event.recorded_at)
+def apply(conn: Connection, event: Event, workflow_name: str | None = None) -> None:
+    """Wake the rows waiting for this event whose match expression it meets:
+    of one workflow (its async net) or of every workflow (inline)."""
+    for row in runs.waiting_for(conn, event, workflow_name):
+        if _matches(row, event):
+            runs.wake(conn, row.tenant_id, row.run_id, row.step_index, event)
 
 
 _inline_types: set[str] = set()
@@ -88,7 +63,7 @@ def _matches(row: Any, event: Event) -> bool:
 def mount(wf: Workflow) -> None:
     types = set(wf.awaits.values())
     for t in types - _inline_types:
-        register_inline(t, apply_inline)  # a no-op for types nobody waits for
+        register_inline(t, apply)  # a no-op for types nobody waits for
         _inline_types.add(t)
     if types:
         # Start from now: rows that exist before mounting are covered by the

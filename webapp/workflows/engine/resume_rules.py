@@ -1,0 +1,156 @@
+"""The resume rules, as pure functions of what the claim read: no database,
+no clock of their own, no Redis. `decide` answers resume-run's rules 2-7 for
+one suspended step; `decide_lease` whether a running run nobody holds may be
+leased again. The writers around them (`claims`) lock the rows, look the
+events up, and append what the decision says.
+
+resume-run (docs/workflows.md, "Resuming a run"):
+
+1. the request names a UUID run and an integer step >= 0 (`validate`);
+2. the step has a pending row (else already-resumed);
+3. the run still waits there, at this attempt (else already-resumed);
+4. the loaded definition is the one it suspended under (else run-failed:
+   workflow_definition_changed, and no step.resumed);
+5. the claim is step.resumed at the stream's version (the writer's append);
+6. the trigger event, and for a wait-for-event the awaited event, exist (else
+   step.resumed + run-failed: trigger_event_unavailable /
+   awaited_event_unavailable);
+7. the run continues at the next step with the waited step's result (a retry:
+   the same step, next attempt).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from webapp.eventstore import Event
+from webapp.workflows.definition.model import Workflow
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.run_events import RunStatus
+
+
+class ResumeResult(StrEnum):
+    """What resume-run, or taking a run's lease, answers."""
+
+    RESUMED = "resumed"
+    ALREADY = "already-resumed"
+    FAILED = "failed"
+    NOT_DUE = "not-due"
+    ADVANCED = "advanced"  # a running run's lease taken again
+    LEASED = "leased"  # its lease is held by a live worker
+    NOT_RUNNING = "not-running"
+
+
+@dataclass(frozen=True)
+class Decision:
+    result: ResumeResult
+    claim: bool = False  # append step.resumed (rule 5) before anything else
+    reason: str | None = None  # run-failed with this reason
+    error: str | None = None
+    step_index: int = 0  # where the run goes on (RESUMED)
+    attempt: int = 1
+    results: dict[str, Any] = field(default_factory=dict)
+
+
+def validate(run_id: Any, step_index: Any) -> tuple[str, int]:
+    """Rule 1: runId is a UUID, stepIndex an integer >= 0 (ValueError says which)."""
+    try:
+        rid = str(uuid.UUID(str(run_id)))
+    except (ValueError, TypeError, AttributeError):
+        raise ValueError(f"resume-run: runId must be a UUID, got {run_id!r}") from None
+    if isinstance(step_index, bool) or not isinstance(step_index, int) or step_index < 0:
+        raise ValueError(f"resume-run: stepIndex must be an integer >= 0, got {step_index!r}")
+    return rid, step_index
+
+
+def settled(row: Any, pending: Any) -> bool:
+    """Rule 3: not waiting at this suspension any more. The runs row says
+    exactly what replaying the stream would (the run events maintain it
+    inline, and its version is the stream's): the run waits only while it is
+    suspended at this step and, for a retry, at this attempt."""
+    if row.status != RunStatus.SUSPENDED or row.step_index != pending.step_index:
+        return True
+    return bool(
+        pending.suspension_event_type == ev.RETRY_SCHEDULED and row.attempt != pending.retry_attempt
+    )
+
+
+def _ref(ref: Any) -> str:
+    return str((ref or {}).get("eventId", ""))
+
+
+def wanted_events(pending: Any, row: Any) -> set[str]:
+    """The event ids rule 6 reads for this pair."""
+    ids = {_ref(row.trigger_event_ref)}
+    if pending.suspension_event_type == ev.STEP_WAITING_FOR_EVENT:
+        ids.add(_ref(pending.trigger_event_ref))
+    return ids - {""}
+
+
+def _failed(reason: str, error: str, claim: bool = True) -> Decision:
+    return Decision(ResumeResult.FAILED, claim=claim, reason=reason, error=error)
+
+
+def decide(pending: Any, row: Any, wf: Workflow | None, found: Mapping[str, Event]) -> Decision:
+    """Rules 2-7 for one pending row and its runs row (None: gone), given the
+    loaded definition (None: not registered) and the events found by id."""
+    if row is None or settled(row, pending):  # rules 2, 3
+        return Decision(ResumeResult.ALREADY)
+    if wf is None or wf.fingerprint != (pending.definition_fingerprint or row.fingerprint):
+        why = "is not registered" if wf is None else "definition changed since the run suspended"
+        return _failed(
+            ev.REASON_DEFINITION_CHANGED, f"workflow {row.workflow_name!r} {why}", claim=False
+        )
+    if _ref(row.trigger_event_ref) not in found:  # rule 6
+        return _failed(ev.REASON_TRIGGER_UNAVAILABLE, "trigger event unavailable")
+    if pending.step_index >= len(wf.steps):
+        return _failed(ev.REASON_DEFINITION_CHANGED, "step index out of range")
+    if pending.suspension_event_type == ev.RETRY_SCHEDULED:  # rule 7, a retry
+        return Decision(
+            ResumeResult.RESUMED,
+            claim=True,
+            step_index=pending.step_index,
+            attempt=int(pending.retry_attempt or 1),
+            results=dict(row.results or {}),
+        )
+    results = dict(row.results or {})
+    value: Any = None  # a wait, or a wait-for-event's timeout: an empty result
+    if pending.suspension_event_type == ev.STEP_WAITING_FOR_EVENT and pending.trigger_event_ref:
+        awaited = found.get(_ref(pending.trigger_event_ref))
+        if awaited is None:
+            return _failed(ev.REASON_AWAITED_UNAVAILABLE, "awaited event unavailable")
+        value = awaited.payload
+        results[ev.CONSUMED] = max(int(results.get(ev.CONSUMED, 0)), awaited.position)
+    results[wf.steps[pending.step_index].name] = value
+    return Decision(
+        ResumeResult.RESUMED, claim=True, step_index=pending.step_index + 1, results=results
+    )
+
+
+def decide_lease(row: Any, wf: Workflow | None, trigger: Event | None, now: datetime) -> Decision:
+    """May a running run be leased again (just started, retried by an operator,
+    or its worker died)? Not while a live lease holds it; failed when its
+    definition changed or its trigger is gone."""
+    if row is None or row.status != RunStatus.RUNNING:
+        return Decision(ResumeResult.NOT_RUNNING)
+    if row.lease_token is not None and row.lease_until is not None and row.lease_until > now:
+        return Decision(ResumeResult.LEASED)
+    if wf is None or wf.fingerprint != row.fingerprint:
+        return _failed(
+            ev.REASON_DEFINITION_CHANGED,
+            "workflow definition changed or not registered",
+            claim=False,
+        )
+    if trigger is None:
+        return _failed(ev.REASON_TRIGGER_UNAVAILABLE, "trigger event unavailable", claim=False)
+    return Decision(
+        ResumeResult.ADVANCED,
+        step_index=row.step_index,
+        attempt=row.attempt,
+        results=dict(row.results or {}),
+    )

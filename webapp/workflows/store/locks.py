@@ -1,0 +1,103 @@
+"""Locking many runs at once, for the claims, the drain and the finishes.
+
+Every locker takes the runs rows before the pending rows, in run id order, so
+two lockers never deadlock. On PostgreSQL the drain takes its rows FOR UPDATE
+SKIP LOCKED, so parallel drains take disjoint rows; SQLite's single writer
+serialises the whole transaction instead."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from webapp import clock, db
+from webapp.workflows.store import sql
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+
+
+def lock_runs(
+    conn: Connection, tenant_id: str, run_ids: Iterable[str], skip_locked: bool = False
+) -> dict[str, Any]:
+    """The runs rows of these runs, locked (PostgreSQL), by run id."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return {}
+    q = select(workflow_runs).where(
+        workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id.in_(ids)
+    )
+    q = sql.locked(conn, q, workflow_runs.c.run_id, skip_locked=skip_locked)
+    return {r.run_id: r for r in conn.execute(q)}
+
+
+def lock_for_finish(conn: Connection, tenant_id: str, run_ids: list[str]) -> dict[str, Any]:
+    """What a finish checks of its runs (status, lease, version), locked."""
+    q = select(
+        workflow_runs.c.run_id,
+        workflow_runs.c.status,
+        workflow_runs.c.lease_token,
+        workflow_runs.c.version,
+    ).where(workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id.in_(run_ids))
+    return {r.run_id: r for r in conn.execute(sql.locked(conn, q, workflow_runs.c.run_id))}
+
+
+def lock_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> list[Any]:
+    """(pending, runs row) for the given (run, step) keys, locked (PostgreSQL)."""
+    run_ids = sorted({rid for rid, _ in keys})
+    rows = lock_runs(conn, tenant_id, run_ids)
+    pq = select(workflow_run_pending).where(
+        workflow_run_pending.c.tenant_id == tenant_id,
+        workflow_run_pending.c.run_id.in_(run_ids),
+    )
+    wanted = set(keys)
+    return [
+        (p, rows.get(p.run_id))
+        for p in conn.execute(sql.locked(conn, pq, workflow_run_pending.c.run_id))
+        if (p.run_id, p.step_index) in wanted
+    ]
+
+
+def lock_due(conn: Connection, tenant_id: str, limit: int) -> tuple[int, list[Any]]:
+    """Up to `limit` due rows, oldest first, with their runs rows. On PostgreSQL
+    both are taken FOR UPDATE SKIP LOCKED, so parallel drains take disjoint rows
+    and a drain never waits for a row lock (only, at the end, for the append
+    lock). Should a runs row be busy (a cancel, a trigger), the due rows are
+    given back and only the runs we hold are locked again, so we never keep a
+    pending row whose runs row another transaction holds (which could deadlock
+    with its inline delete of that pending row).
+    Returns (rows found, pairs)."""
+    q = (
+        select(workflow_run_pending)
+        .where(
+            workflow_run_pending.c.tenant_id == tenant_id,
+            workflow_run_pending.c.wake_at < clock.now(),
+        )
+        .order_by(workflow_run_pending.c.wake_at)
+        .limit(limit)
+    )
+    if db.is_sqlite(conn):
+        pend = list(conn.execute(q))
+        rows = lock_runs(conn, tenant_id, {p.run_id for p in pend})  # SQLite: no row locks
+        return len(pend), [(p, rows.get(p.run_id)) for p in pend]
+    sp = conn.begin_nested()
+    pend = list(conn.execute(q.with_for_update(skip_locked=True)))
+    rows = lock_runs(conn, tenant_id, {p.run_id for p in pend}, skip_locked=True)
+    if all(p.run_id in rows for p in pend):
+        sp.commit()
+        return len(pend), [(p, rows[p.run_id]) for p in pend]
+    sp.rollback()  # gives back every lock taken since the savepoint
+    rows = lock_runs(conn, tenant_id, set(rows), skip_locked=True)
+    again = list(
+        conn.execute(
+            select(workflow_run_pending)
+            .where(
+                workflow_run_pending.c.tenant_id == tenant_id,
+                workflow_run_pending.c.run_id.in_(sorted(rows)),
+                workflow_run_pending.c.wake_at < clock.now(),
+            )
+            .order_by(workflow_run_pending.c.wake_at)
+            .with_for_update(skip_locked=True)
+        )
+    )
+    return len(pend), [(p, rows[p.run_id]) for p in again]

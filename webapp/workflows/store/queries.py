@@ -1,0 +1,154 @@
+"""Reads of the run tables for operators, the console and the privacy export:
+each one or two indexed queries, nothing locked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, func, literal, or_, select, tuple_
+
+from webapp import clock
+from webapp.workflows.store.run_events import RunStatus
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+
+COUNT_CAP = 10_000  # counts per status above this show as "10,000+"
+
+
+def list_runs(
+    conn: Connection, status: str | None = None, workflow: str | None = None, limit: int = 200
+) -> list[Any]:
+    q = select(workflow_runs).order_by(workflow_runs.c.started_at.desc()).limit(limit)
+    if status:
+        q = q.where(workflow_runs.c.status == status)
+    if workflow:
+        q = q.where(workflow_runs.c.workflow_name == workflow)
+    return list(conn.execute(q))
+
+
+def find_run(conn: Connection, run_id: str) -> Any:
+    """The runs row of `run_id` in any tenant, or None."""
+    return conn.execute(select(workflow_runs).where(workflow_runs.c.run_id == run_id)).first()
+
+
+def pending_rows(conn: Connection, run_id: str) -> list[Any]:
+    return list(
+        conn.execute(select(workflow_run_pending).where(workflow_run_pending.c.run_id == run_id))
+    )
+
+
+def pending_wake_at(conn: Connection, tenant_id: str, run_id: str, step_index: int) -> Any:
+    return conn.execute(
+        select(workflow_run_pending.c.wake_at).where(
+            workflow_run_pending.c.tenant_id == tenant_id,
+            workflow_run_pending.c.run_id == run_id,
+            workflow_run_pending.c.step_index == step_index,
+        )
+    ).scalar()
+
+
+def stale_running(conn: Connection, tenant_id: str | None = None, limit: int = 1000) -> list[Any]:
+    """(tenant_id, run_id) of running runs nobody executes: never picked up, or
+    their worker died (their lease, or start grace, ran out). Oldest first."""
+    q = (
+        select(workflow_runs.c.tenant_id, workflow_runs.c.run_id)
+        .where(
+            workflow_runs.c.status == RunStatus.RUNNING,
+            workflow_runs.c.lease_until < clock.now(),
+        )
+        .order_by(workflow_runs.c.lease_until)
+        .limit(limit)
+    )
+    if tenant_id is not None:
+        q = q.where(workflow_runs.c.tenant_id == tenant_id)
+    return list(conn.execute(q))
+
+
+def stuck(conn: Connection, after: timedelta) -> tuple[list[Any], list[Any]]:
+    """(pending rows due for longer than `after`, running rows whose lease ran
+    out longer than `after` ago or who never had one)."""
+    limit = clock.now() - after
+    due = conn.execute(
+        select(workflow_run_pending)
+        .where(workflow_run_pending.c.wake_at < limit)
+        .order_by(workflow_run_pending.c.wake_at)
+    )
+    running = conn.execute(
+        select(workflow_runs).where(
+            workflow_runs.c.status == RunStatus.RUNNING,
+            or_(workflow_runs.c.lease_until < limit, workflow_runs.c.lease_until.is_(None)),
+        )
+    )
+    return list(due), list(running)
+
+
+def runs_of_subject(conn: Connection, tenant_id: str, subject_id: str) -> list[Any]:
+    """Every run started for a subject (the trigger event's aggregate), oldest first."""
+    return list(
+        conn.execute(
+            select(workflow_runs)
+            .where(workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.subject_id == subject_id)
+            .order_by(workflow_runs.c.started_at)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    tenant: str
+    status: str | None = None  # a stored status
+    workflow: str | None = None
+    started_after: datetime | None = None
+    before: tuple[datetime, str] | None = None  # keyset: (started_at, run_id) of the last row
+
+
+LISTED = (
+    workflow_runs.c.run_id,
+    workflow_runs.c.tenant_id,
+    workflow_runs.c.workflow_name,
+    workflow_runs.c.status,
+    workflow_runs.c.step_index,
+    workflow_runs.c.started_at,
+    workflow_runs.c.updated_at,
+)
+
+
+def _common(q: Any, f: RunFilter) -> Any:
+    q = q.where(workflow_runs.c.tenant_id == f.tenant)
+    if f.workflow:
+        q = q.where(workflow_runs.c.workflow_name == f.workflow)
+    if f.started_after:
+        q = q.where(workflow_runs.c.started_at > f.started_after)
+    return q
+
+
+def runs_page(conn: Connection, f: RunFilter, size: int) -> tuple[list[Any], Any]:
+    """A page of runs, newest first, and the keyset cursor of the next one (or
+    None): paging on (started_at, run_id), which an index covers."""
+    q = _common(select(*LISTED), f)
+    if f.status:
+        q = q.where(workflow_runs.c.status == f.status)
+    if f.before:
+        q = q.where(tuple_(workflow_runs.c.started_at, workflow_runs.c.run_id) < tuple_(*f.before))
+    q = q.order_by(workflow_runs.c.started_at.desc(), workflow_runs.c.run_id.desc())
+    rows = list(conn.execute(q.limit(size + 1)))
+    cursor = (rows[size - 1].started_at, rows[size - 1].run_id) if len(rows) > size else None
+    return rows[:size], cursor
+
+
+def status_counts(conn: Connection, f: RunFilter, statuses: dict[str, str]) -> dict[str, int]:
+    """Runs per status ({label: stored status}), each counted up to COUNT_CAP + 1
+    in one statement: an index-only range scan per status, where GROUP BY
+    would read every run of the tenant."""
+
+    def capped(stored: str) -> Any:
+        hits = _common(select(literal(1)).where(workflow_runs.c.status == stored), f)
+        return (
+            select(func.count()).select_from(hits.limit(COUNT_CAP + 1).subquery()).scalar_subquery()
+        )
+
+    counts = conn.execute(
+        select(*(capped(stored).label(word) for word, stored in statuses.items()))
+    ).one()
+    return {w: int(n) for w, n in counts._mapping.items()}

@@ -1,0 +1,46 @@
+"""The wake-up signal: whenever the store sets a pending row's `wake_at`, it
+registers, after commit, a call of the one listener (the dispatch layer's: a
+resume due now goes to the resume loops, a later one to the timer). The store
+and the engine never talk to Redis themselves; with no listener (an engine
+test, a tool) nothing is signalled and the minute sweep still finds every due
+row from the table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from webapp import db
+
+# (tenant, run, step, wake_at), called after the transaction commits.
+WakeListener = Callable[[str, str, int, datetime], None]
+
+_listener: WakeListener | None = None
+
+
+def listen(listener: WakeListener | None) -> None:
+    """Install the listener (None: signal nothing)."""
+    global _listener
+    _listener = listener
+
+
+def signal(conn: Connection, tenant_id: str, run_id: str, step_index: int, at: datetime) -> None:
+    """After `conn` commits: tell the listener this step is due at `at`."""
+    listener = _listener
+    if listener is not None:
+        db.after_commit(conn, lambda: listener(tenant_id, run_id, step_index, at))
+
+
+@contextmanager
+def muted() -> Iterator[None]:
+    """Signal nothing inside the block (a bulk load whose rows the sweep or a
+    drain job picks up). Process-wide: not for a process serving requests."""
+    global _listener
+    previous, _listener = _listener, None
+    try:
+        yield
+    finally:
+        _listener = previous
