@@ -7,7 +7,7 @@ import time
 
 from webapp import clock, db
 from webapp.workflows.dispatch.drain import drain as drain_due
-from webapp.workflows.engine import claims, continuation
+from webapp.workflows.engine import continuation
 from webapp.workflows.engine.resume_rules import ResumeResult
 from webapp.workflows.store import queries
 from worker.tasks import in_app
@@ -19,7 +19,7 @@ EARLY_SLACK_S = 2.0
 
 @in_app
 def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
-    tenant_id, run_id, step_index = claims.validate_request(tenant_id, run_id, step_index)
+    tenant_id, run_id, step_index = continuation.validate_request(tenant_id, run_id, step_index)
     with db.reading() as conn:
         wake_at = queries.pending_wake_at(conn, tenant_id, run_id, step_index)
     if wake_at is None:

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from croniter import croniter
 
-from webapp.eventstore import Event
+from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json

@@ -7,16 +7,17 @@ here and mounts its triggers and wake-ups.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-from sqlalchemy import Connection
+from typing import TYPE_CHECKING, Any
 
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import Workflow
 
+if TYPE_CHECKING:  # a type only: the definition layer imports no database code
+    from sqlalchemy import Connection
+
 # A write handler gets the step's transaction, the run context and the payload;
 # what it returns is the step's result.
-WriteHandler = Callable[[Connection, RunContext, Any], Any]
+WriteHandler = Callable[["Connection", RunContext, Any], Any]
 
 _workflows: dict[str, Workflow] = {}
 _handlers: dict[str, WriteHandler] = {}

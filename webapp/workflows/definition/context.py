@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from webapp.eventstore import Event
+from webapp.eventstore.records import Event
 
 
 @dataclass

@@ -12,7 +12,7 @@ from datetime import timedelta
 from functools import cached_property
 from typing import Any, Literal
 
-from webapp.eventstore import Event
+from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.fingerprint import fingerprint
 

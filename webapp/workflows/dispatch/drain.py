@@ -68,9 +68,7 @@ def _claim_each(tenant_id: str, keys: list[tuple[str, int]]) -> list[Claim]:
     for run_id, step_index in keys:
         try:
             with db.transaction() as conn:
-                out += claims.claim(
-                    conn, tenant_id, claims.claim_keys(conn, tenant_id, [(run_id, step_index)])
-                )
+                out += claims.claim_due(conn, tenant_id, [(run_id, step_index)])[2]
         except Exception:
             log.exception(
                 "resume dispatch failed", extra={"run_id": run_id, "step_index": step_index}

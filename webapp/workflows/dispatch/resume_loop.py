@@ -28,7 +28,7 @@ from redis import Redis
 
 from webapp.redis_conn import get_redis
 from webapp.workflows.dispatch import signals
-from webapp.workflows.engine import claims, continuation, transient
+from webapp.workflows.engine import continuation, transient
 
 log = logging.getLogger("webapp.workflows")
 
@@ -50,22 +50,16 @@ def pop(r: Redis, block_s: float = BLOCK_S) -> list[Any]:
 
 
 def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
-    """Resume what the requests ask for, one claim transaction per tenant.
-    A request that fails validation is logged and dropped."""
-    by_tenant: dict[str, set[tuple[str, int]]] = {}
+    """Resume what the requests ask for, one claim transaction per tenant
+    (`continuation.resume_requests`: a request that fails rule 1 is logged
+    and dropped)."""
+    requests = []
     for item in raw:
         try:
-            tenant_id, run_id, step = signals.parse_member(item)
-            tenant_id, run_id, step = claims.validate_request(tenant_id, run_id, step)
+            requests.append(signals.parse_member(item))
         except ValueError as exc:
             log.warning("resume request refused", extra={"error": str(exc)})
-            continue
-        by_tenant.setdefault(tenant_id, set()).add((run_id, step))
-    out: dict[tuple[str, str, int], str] = {}
-    for tenant_id, keys in by_tenant.items():
-        done = continuation.resume_many(tenant_id, sorted(keys), handoff=signals.request_continue)
-        out.update({(tenant_id, run_id, step): v for (run_id, step), v in done.items()})
-    return out
+    return continuation.resume_requests(requests, handoff=signals.request_continue)
 
 
 def give_back(r: Redis, raw: list[Any]) -> None:

@@ -16,11 +16,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from webapp import clock, db
 from webapp.eventstore import NewEvent, StreamId, get_events
-from webapp.eventstore.tables import tenants
 from webapp.workflows.definition import catalog
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.engine.resume_rules import (
@@ -28,16 +27,13 @@ from webapp.workflows.engine.resume_rules import (
     ResumeResult,
     decide,
     decide_lease,
-    validate,
     wanted_events,
 )
 from webapp.workflows.engine.run_state import RunState
-from webapp.workflows.store import locks, runs
+from webapp.workflows.store import locks, runs, wake_signal
 from webapp.workflows.store import run_events as ev
 
 log = logging.getLogger("webapp.workflows")
-
-_known_tenants: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -45,23 +41,6 @@ class Claim:
     result: ResumeResult
     reason: str | None = None
     state: RunState | None = None  # RESUMED / ADVANCED: what the run goes on with
-
-
-def validate_request(tenant_id: Any, run_id: Any, step_index: Any) -> tuple[str, str, int]:
-    """Rule 1, before anything else in every entry (job, loop, CLI): a known
-    tenant, a UUID run id, an integer step index >= 0. ValueError names what
-    is wrong; nothing has been read or written for the run.
-    Returns (tenant, run, step)."""
-    rid, idx = validate(run_id, step_index)
-    if not isinstance(tenant_id, str) or not tenant_id:
-        raise ValueError(f"resume-run: tenant must be a tenant id, got {tenant_id!r}")
-    if tenant_id not in _known_tenants:
-        with db.reading() as conn:
-            known = conn.execute(select(tenants.c.id).where(tenants.c.id == tenant_id)).first()
-        if known is None:
-            raise ValueError(f"resume-run: unknown tenant {tenant_id!r}")
-        _known_tenants.add(tenant_id)  # tenants are never deleted
-    return tenant_id, rid, idx
 
 
 def failure(row: Any, step_index: int, reason: str, error: str) -> NewEvent:
@@ -137,9 +116,19 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
     return out
 
 
-def claim_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> list[Any]:
-    """Lock the pending rows of these (run, step) keys with their runs rows."""
-    return locks.lock_keys(conn, tenant_id, keys)
+def claim_due(
+    conn: Connection, tenant_id: str, keys: list[tuple[str, int]]
+) -> tuple[list[Any], list[Any], list[Claim]]:
+    """Claim the pending rows of these (run, step) keys that are due: returns
+    (pending rows not due yet, due pairs, their Claims). A row not due yet is
+    signalled again for its time (its timer may have fired early)."""
+    pairs = locks.lock_keys(conn, tenant_id, keys)
+    now = clock.now()
+    early = [p for p, _ in pairs if p.wake_at > now]
+    for p in early:
+        wake_signal.signal(conn, tenant_id, p.run_id, p.step_index, p.wake_at)
+    due = [(p, row) for p, row in pairs if p.wake_at <= now]
+    return early, due, claim(conn, tenant_id, due)
 
 
 def take_leases(tenant_id: str, run_ids: list[str]) -> tuple[dict[str, str], list[RunState]]:

@@ -15,23 +15,65 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from webapp import clock, db
+from sqlalchemy import select
+
+from webapp import db
 from webapp.eventstore import VersionConflict
+from webapp.eventstore.tables import tenants
 from webapp.workflows.engine import claims, heartbeat, run_loop, stops
-from webapp.workflows.engine.resume_rules import ResumeResult
+from webapp.workflows.engine.resume_rules import ResumeResult, validate
 from webapp.workflows.engine.run_state import RunState, Stop
-from webapp.workflows.store import wake_signal
 
 log = logging.getLogger("webapp.workflows")
 
 Handoff = Callable[[str, str, str], None]  # (tenant, run, lease token)
 
+_known_tenants: set[str] = set()
+
+
+def validate_request(tenant_id: Any, run_id: Any, step_index: Any) -> tuple[str, str, int]:
+    """Rule 1, before anything else in every entry (job, loop, CLI): a known
+    tenant, a UUID run id, an integer step index >= 0. ValueError names what
+    is wrong; nothing has been read or written for the run.
+    Returns (tenant, run, step)."""
+    rid, idx = validate(run_id, step_index)
+    if not isinstance(tenant_id, str) or not tenant_id:
+        raise ValueError(f"resume-run: tenant must be a tenant id, got {tenant_id!r}")
+    if tenant_id not in _known_tenants:
+        with db.reading() as conn:
+            known = conn.execute(select(tenants.c.id).where(tenants.c.id == tenant_id)).first()
+        if known is None:
+            raise ValueError(f"resume-run: unknown tenant {tenant_id!r}")
+        _known_tenants.add(tenant_id)  # tenants are never deleted
+    return tenant_id, rid, idx
+
 
 def resume_run(tenant_id: Any, run_id: Any, step_index: Any) -> str:
     """resume-run for one (run, step): rule 1 (ValueError), claim, then run
     until the next suspension or the end."""
-    tenant_id, run_id, step_index = claims.validate_request(tenant_id, run_id, step_index)
+    tenant_id, run_id, step_index = validate_request(tenant_id, run_id, step_index)
     return resume_many(tenant_id, [(run_id, step_index)])[(run_id, step_index)]
+
+
+def resume_requests(
+    requests: list[tuple[Any, Any, Any]], handoff: Handoff | None = None
+) -> dict[tuple[str, str, int], str]:
+    """resume-run for many (tenant, run, step) requests: each checked against
+    rule 1 (a refused one is logged and dropped), then one claim transaction
+    per tenant (`resume_many`)."""
+    by_tenant: dict[str, set[tuple[str, int]]] = {}
+    for request in requests:
+        try:
+            tenant_id, run_id, step = validate_request(*request)
+        except ValueError as exc:
+            log.warning("resume request refused", extra={"error": str(exc)})
+            continue
+        by_tenant.setdefault(tenant_id, set()).add((run_id, step))
+    out: dict[tuple[str, str, int], str] = {}
+    for tenant_id, keys in by_tenant.items():
+        done = resume_many(tenant_id, sorted(keys), handoff)
+        out.update({(tenant_id, run_id, step): v for (run_id, step), v in done.items()})
+    return out
 
 
 def resume_many(
@@ -44,14 +86,7 @@ def resume_many(
     out: dict[tuple[str, int], str] = dict.fromkeys(keys, ResumeResult.ALREADY)  # rule 2
     try:
         with db.transaction() as conn:
-            pairs = claims.claim_keys(conn, tenant_id, keys)
-            now = clock.now()
-            for p, _ in pairs:
-                if p.wake_at > now:
-                    out[(p.run_id, p.step_index)] = ResumeResult.NOT_DUE
-                    wake_signal.signal(conn, tenant_id, p.run_id, p.step_index, p.wake_at)
-            due = [(p, row) for p, row in pairs if p.wake_at <= now]
-            claimed = claims.claim(conn, tenant_id, due)
+            early, due, claimed = claims.claim_due(conn, tenant_id, keys)
     except VersionConflict:
         if len(keys) == 1:
             return out  # rule 5: another resume won the stream's version
@@ -59,6 +94,7 @@ def resume_many(
         for key in keys:  # decide row by row
             out.update(resume_many(tenant_id, [key], handoff))
         return out
+    out.update({(p.run_id, p.step_index): ResumeResult.NOT_DUE for p in early})
     states: list[RunState] = []
     for (p, _), c in zip(due, claimed, strict=True):
         out[(p.run_id, p.step_index)] = c.result

@@ -14,8 +14,8 @@ from webapp.workflows.definition.model import Retry, WaitForEvent, Workflow
 from webapp.workflows.engine.run_state import RunResult
 from webapp.workflows.engine.stops import storable
 from webapp.workflows.interpreter import resolve
+from webapp.workflows.store import pending, runs
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store import runs
 
 log = logging.getLogger("webapp.workflows")
 
@@ -79,8 +79,8 @@ def look_back(ctx: RunContext, event_type: str, expr: object) -> bool:
     event this run consumed), not from run-started."""
     after = max(int(ctx.trigger.position), int(ctx.results.get(ev.CONSUMED, 0)))
     with db.reading() as conn:
-        found = runs.lookback(conn, ctx.tenant_id, event_type, after, expr)
+        found = pending.lookback(conn, ctx.tenant_id, event_type, after, expr)
     if found is None:
         return False
     with db.transaction() as conn:
-        return runs.wake(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, found)
+        return pending.wake(conn, ctx.tenant_id, ctx.run_id, ctx.step_index, found)

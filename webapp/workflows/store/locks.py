@@ -1,4 +1,5 @@
-"""Locking many runs at once, for the claims, the drain and the finishes.
+"""Row locks on the run tables, the dialect switch written once (`locked`),
+and locking many runs at once for the claims, the drain and the finishes.
 
 Every locker takes the runs rows before the pending rows, in run id order, so
 two lockers never deadlock. On PostgreSQL the drain takes its rows FOR UPDATE
@@ -10,11 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Select, select
 
 from webapp import clock, db
-from webapp.workflows.store import sql
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+
+
+def locked(conn: Connection, q: Select[Any], *order_by: Any, skip_locked: bool = False) -> Any:
+    """`q` FOR UPDATE on PostgreSQL, its rows locked in `order_by` order (every
+    locker of several runs orders by run id, so two never deadlock); `q` itself
+    on SQLite."""
+    if db.is_sqlite(conn):
+        return q
+    if order_by:
+        q = q.order_by(*order_by)
+    return q.with_for_update(skip_locked=skip_locked)
 
 
 def lock_runs(
@@ -27,7 +38,7 @@ def lock_runs(
     q = select(workflow_runs).where(
         workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id.in_(ids)
     )
-    q = sql.locked(conn, q, workflow_runs.c.run_id, skip_locked=skip_locked)
+    q = locked(conn, q, workflow_runs.c.run_id, skip_locked=skip_locked)
     return {r.run_id: r for r in conn.execute(q)}
 
 
@@ -39,7 +50,7 @@ def lock_for_finish(conn: Connection, tenant_id: str, run_ids: list[str]) -> dic
         workflow_runs.c.lease_token,
         workflow_runs.c.version,
     ).where(workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id.in_(run_ids))
-    return {r.run_id: r for r in conn.execute(sql.locked(conn, q, workflow_runs.c.run_id))}
+    return {r.run_id: r for r in conn.execute(locked(conn, q, workflow_runs.c.run_id))}
 
 
 def lock_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> list[Any]:
@@ -53,7 +64,7 @@ def lock_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> 
     wanted = set(keys)
     return [
         (p, rows.get(p.run_id))
-        for p in conn.execute(sql.locked(conn, pq, workflow_run_pending.c.run_id))
+        for p in conn.execute(locked(conn, pq, workflow_run_pending.c.run_id))
         if (p.run_id, p.step_index) in wanted
     ]
 

@@ -1,5 +1,5 @@
-"""A run's stream and its `workflow_runs` row: lock, append, save progress,
-and the look-back / wake-up writes on its pending row."""
+"""A run's stream and its `workflow_runs` row: lock, append, save progress;
+a subject's runs (erasure). Pending rows: `pending`."""
 
 from __future__ import annotations
 
@@ -17,15 +17,11 @@ from webapp.eventstore import (
     append,
     append_many,
     projections,
-    read_all,
 )
-from webapp.workflows.definition import match as matchmod
-from webapp.workflows.store import projection, sql, wake_signal
+from webapp.workflows.store import locks, projection, sql
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import OPEN, RunStatus
-from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
-
-LOOKBACK_PAGE = 500
+from webapp.workflows.store.tables import workflow_runs
 
 
 def stream(tenant_id: str, run_id: str) -> StreamId:
@@ -40,7 +36,7 @@ def lock_run(conn: Connection, tenant_id: str, run_id: str) -> Any:
     q = select(workflow_runs).where(
         workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id == run_id
     )
-    return conn.execute(sql.locked(conn, q)).first()
+    return conn.execute(locks.locked(conn, q)).first()
 
 
 def read_run(conn: Connection, tenant_id: str, run_id: str) -> Any:
@@ -125,58 +121,6 @@ def save_owned(conn: Connection, tenant_id: str, run_id: str, token: str, **valu
     return bool(done)
 
 
-def lookback(
-    conn: Connection, tenant_id: str, event_type: str, after: int, expr: Any
-) -> Event | None:
-    """The first event of `event_type` after position `after` matching `expr`."""
-    while True:
-        page = read_all(conn, after, [event_type], limit=LOOKBACK_PAGE, tenant_id=tenant_id)
-        for e in page:
-            try:
-                if matchmod.evaluate(expr, e.payload):
-                    return e
-            except matchmod.MatchError:
-                return None
-        if len(page) < LOOKBACK_PAGE:
-            return None
-        after = page[-1].position
-
-
-def wake(conn: Connection, tenant_id: str, run_id: str, step_index: int, e: Event) -> bool:
-    """Point a waiting pending row at the event it awaited and make it due now
-    (signalled after commit). The first matching event wins; False when the
-    row was gone or already woken."""
-    now = clock.now()
-    woken = bool(
-        conn.execute(
-            update(workflow_run_pending)
-            .where(
-                workflow_run_pending.c.tenant_id == tenant_id,
-                workflow_run_pending.c.run_id == run_id,
-                workflow_run_pending.c.step_index == step_index,
-                workflow_run_pending.c.trigger_event_ref.is_(None),
-            )
-            .values(trigger_event_type=e.type, trigger_event_ref=e.ref, wake_at=now)
-        ).rowcount
-    )
-    if woken:
-        wake_signal.signal(conn, tenant_id, run_id, step_index, now)
-    return woken
-
-
-def waiting_for(conn: Connection, event: Event, workflow_name: str | None = None) -> list[Any]:
-    """The pending rows of the event's tenant waiting (not yet woken) for its
-    type, of one workflow or of all."""
-    q = select(workflow_run_pending).where(
-        workflow_run_pending.c.tenant_id == event.tenant_id,
-        workflow_run_pending.c.wait_event_type == event.type,
-        workflow_run_pending.c.trigger_event_ref.is_(None),
-    )
-    if workflow_name is not None:
-        q = q.where(workflow_run_pending.c.workflow_name == workflow_name)
-    return list(conn.execute(q))
-
-
 def open_runs_of(conn: Connection, tenant_id: str, subject_id: str) -> list[Any]:
     """The open runs of a subject (the trigger event's aggregate), locked."""
     q = select(workflow_runs).where(
@@ -184,7 +128,7 @@ def open_runs_of(conn: Connection, tenant_id: str, subject_id: str) -> list[Any]
         workflow_runs.c.subject_id == subject_id,
         workflow_runs.c.status.in_(OPEN),
     )
-    return list(conn.execute(sql.locked(conn, q, workflow_runs.c.run_id)))
+    return list(conn.execute(locks.locked(conn, q, workflow_runs.c.run_id)))
 
 
 def forget_results(conn: Connection, tenant_id: str, subject_id: str) -> int:

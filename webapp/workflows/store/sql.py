@@ -1,6 +1,5 @@
-"""The dialect switches the run tables need, written once: row locks (PostgreSQL
-locks rows; SQLite's single writer already serialises every write transaction),
-upserts, and one UPDATE for many rows."""
+"""The SQL the run tables' writers share, with its dialect switches written
+once: upserts, and one UPDATE for many runs rows. (Row locks: `locks`.)"""
 
 from __future__ import annotations
 
@@ -10,24 +9,13 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Integer, Select, Table, TextClause, bindparam, text, update
+from sqlalchemy import JSON, Connection, Integer, Table, TextClause, bindparam, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from webapp import db
 from webapp.db import UTCDateTime
 from webapp.eventstore import bulk
 from webapp.workflows.store.tables import workflow_runs
-
-
-def locked(conn: Connection, q: Select[Any], *order_by: Any, skip_locked: bool = False) -> Any:
-    """`q` FOR UPDATE on PostgreSQL, its rows locked in `order_by` order (every
-    locker of several runs orders by run id, so two never deadlock); `q` itself
-    on SQLite."""
-    if db.is_sqlite(conn):
-        return q
-    if order_by:
-        q = q.order_by(*order_by)
-    return q.with_for_update(skip_locked=skip_locked)
 
 
 def _insert(conn: Connection, table: Table) -> Any:

@@ -21,10 +21,11 @@ WakeListener = Callable[[str, str, int, datetime], None]
 _listener: WakeListener | None = None
 
 
-def listen(listener: WakeListener | None) -> None:
-    """Install the listener (None: signal nothing)."""
+def listen(listener: WakeListener | None) -> WakeListener | None:
+    """Install the listener (None: signal nothing); returns the one before."""
     global _listener
-    _listener = listener
+    previous, _listener = _listener, listener
+    return previous
 
 
 def signal(conn: Connection, tenant_id: str, run_id: str, step_index: int, at: datetime) -> None:

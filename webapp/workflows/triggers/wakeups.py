@@ -3,7 +3,7 @@
 Inline, in the transaction that appends the event (`apply`): the pending
 rows of the event's tenant waiting for that type (indexed) have their
 persisted match expression evaluated against the payload; a match sets the
-trigger columns and wake_at = now (`store.runs.wake`, which signals the
+trigger columns and wake_at = now (`store.pending.wake`, which signals the
 resume after commit), so an awaited event costs one queue hop. The append lock orders this
 with every suspension: a suspension committed before the event is seen here,
 one committed after it finds the event in its look-back (`suspend`).
@@ -17,14 +17,12 @@ blocks the other rows waiting on the same event.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from sqlalchemy import Connection
 
 from webapp.eventstore import Event, projections, register_inline
-from webapp.workflows.definition import match as matchmod
 from webapp.workflows.definition.model import Workflow
-from webapp.workflows.store import runs
+from webapp.workflows.store import pending
 
 log = logging.getLogger("webapp.workflows")
 
@@ -36,28 +34,10 @@ def projection_name(wf: Workflow) -> str:
 def apply(conn: Connection, event: Event, workflow_name: str | None = None) -> None:
     """Wake the rows waiting for this event whose match expression it meets:
     of one workflow (its async net) or of every workflow (inline)."""
-    for row in runs.waiting_for(conn, event, workflow_name):
-        if _matches(row, event):
-            runs.wake(conn, row.tenant_id, row.run_id, row.step_index, event)
+    pending.wake_matching(conn, event, workflow_name)
 
 
 _inline_types: set[str] = set()
-
-
-def _matches(row: Any, event: Event) -> bool:
-    try:
-        return matchmod.evaluate(row.match_expr, event.payload)
-    except Exception as exc:
-        log.error(
-            "workflow wake-up skipped a pending row with an unevaluable match expression",
-            extra={
-                "run_id": row.run_id,
-                "step_index": row.step_index,
-                "event_type": event.type,
-                "error_class": type(exc).__name__,
-            },
-        )
-        return False
 
 
 def mount(wf: Workflow) -> None:

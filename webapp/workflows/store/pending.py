@@ -1,0 +1,94 @@
+"""The pending rows of suspended steps: waking them when their event comes
+(`wake_matching`, `wake`: the row is made due now and its wake-up signalled
+after commit) and the look-back for an event that came before the wait."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from webapp import clock
+from webapp.eventstore import Event, read_all
+from webapp.workflows.definition import match as matchmod
+from webapp.workflows.store import wake_signal
+from webapp.workflows.store.tables import workflow_run_pending
+
+log = logging.getLogger("webapp.workflows")
+
+LOOKBACK_PAGE = 500
+
+
+def lookback(
+    conn: Connection, tenant_id: str, event_type: str, after: int, expr: Any
+) -> Event | None:
+    """The first event of `event_type` after position `after` matching `expr`."""
+    while True:
+        page = read_all(conn, after, [event_type], limit=LOOKBACK_PAGE, tenant_id=tenant_id)
+        for e in page:
+            try:
+                if matchmod.evaluate(expr, e.payload):
+                    return e
+            except matchmod.MatchError:
+                return None
+        if len(page) < LOOKBACK_PAGE:
+            return None
+        after = page[-1].position
+
+
+def wake(conn: Connection, tenant_id: str, run_id: str, step_index: int, e: Event) -> bool:
+    """Point a waiting pending row at the event it awaited and make it due now
+    (signalled after commit). The first matching event wins; False when the
+    row was gone or already woken."""
+    now = clock.now()
+    woken = bool(
+        conn.execute(
+            update(workflow_run_pending)
+            .where(
+                workflow_run_pending.c.tenant_id == tenant_id,
+                workflow_run_pending.c.run_id == run_id,
+                workflow_run_pending.c.step_index == step_index,
+                workflow_run_pending.c.trigger_event_ref.is_(None),
+            )
+            .values(trigger_event_type=e.type, trigger_event_ref=e.ref, wake_at=now)
+        ).rowcount
+    )
+    if woken:
+        wake_signal.signal(conn, tenant_id, run_id, step_index, now)
+    return woken
+
+
+def wake_matching(conn: Connection, event: Event, workflow_name: str | None = None) -> int:
+    """Wake the rows waiting (not yet woken) for this event's type in its
+    tenant, of one workflow or of all, whose match expression it meets.
+    A row whose expression cannot be evaluated is logged and skipped; it never
+    blocks the others. Returns the rows woken."""
+    q = select(workflow_run_pending).where(
+        workflow_run_pending.c.tenant_id == event.tenant_id,
+        workflow_run_pending.c.wait_event_type == event.type,
+        workflow_run_pending.c.trigger_event_ref.is_(None),
+    )
+    if workflow_name is not None:
+        q = q.where(workflow_run_pending.c.workflow_name == workflow_name)
+    return sum(
+        wake(conn, row.tenant_id, row.run_id, row.step_index, event)
+        for row in conn.execute(q).all()
+        if _matches(row, event)
+    )
+
+
+def _matches(row: Any, event: Event) -> bool:
+    try:
+        return matchmod.evaluate(row.match_expr, event.payload)
+    except Exception as exc:
+        log.error(
+            "workflow wake-up skipped a pending row with an unevaluable match expression",
+            extra={
+                "run_id": row.run_id,
+                "step_index": row.step_index,
+                "event_type": event.type,
+                "error_class": type(exc).__name__,
+            },
+        )
+        return False
