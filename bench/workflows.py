@@ -30,9 +30,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import webapp.workflows as wf
 from bench.common import services, write_result
-from webapp.workflows.definition import builders as w
-from webapp.workflows.definition import match
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
@@ -42,34 +41,34 @@ RESUMES = int(os.environ.get("BENCH_RESUMES", "60"))
 TIMERS = int(os.environ.get("BENCH_TIMERS", "40"))
 BACKLOG = int(os.environ.get("BENCH_BACKLOG", "10000"))
 
-THREE_STEP = w.workflow(
+THREE_STEP = wf.workflow(
     "bench-three-step",
     on="bench.go",
     steps=[
-        w.compute("x", lambda ctx: ctx.trigger.payload["i"] + 1),
-        w.wait("zero", timedelta(0)),
-        w.ret(lambda ctx: ctx["x"]),
+        wf.compute("x", lambda ctx: ctx.trigger.payload["i"] + 1),
+        wf.wait("zero", timedelta(0)),
+        wf.ret(lambda ctx: ctx["x"]),
     ],
 )
-AWAIT = w.workflow(
+AWAIT = wf.workflow(
     "bench-await",
     on="bench.await",
     awaits={"ping": "bench.ping"},
     steps=[
-        w.wait_for_event(
+        wf.wait_for_event(
             "ping",
             event="ping",
             timeout="PT10M",
-            match=lambda ctx: match.eq("i", ctx.trigger.payload["i"]),
+            match=lambda ctx: wf.match.eq("i", ctx.trigger.payload["i"]),
         ),
-        w.ret(1),
+        wf.ret(1),
     ],
 )
-TIMER = w.workflow(
-    "bench-timer", on="bench.timer", steps=[w.wait("five", timedelta(seconds=5)), w.ret(1)]
+TIMER = wf.workflow(
+    "bench-timer", on="bench.timer", steps=[wf.wait("five", timedelta(seconds=5)), wf.ret(1)]
 )
-BACKLOG_WF = w.workflow(
-    "bench-backlog", on="bench.backlog", steps=[w.wait("due", "PT1M"), w.ret(1)]
+BACKLOG_WF = wf.workflow(
+    "bench-backlog", on="bench.backlog", steps=[wf.wait("due", "PT1M"), wf.ret(1)]
 )
 
 
@@ -82,7 +81,9 @@ def _hang_once(ctx: Any) -> int:
     return 1
 
 
-CRASH = w.workflow("bench-crash", on="bench.crash", steps=[w.compute("hang", _hang_once), w.ret(1)])
+CRASH = wf.workflow(
+    "bench-crash", on="bench.crash", steps=[wf.compute("hang", _hang_once), wf.ret(1)]
+)
 ALL = (THREE_STEP, AWAIT, TIMER, BACKLOG_WF, CRASH)
 
 # (today per the issue, floor, goal, lower is better)
@@ -100,10 +101,8 @@ def noop() -> None:
 
 
 def register_all() -> None:
-    from webapp.workflows.triggers import registry
-
-    for wf in ALL:
-        registry.register(wf)
+    for flow in ALL:
+        wf.register(flow)
 
 
 def register(app: Any) -> None:
@@ -297,7 +296,7 @@ class Bench:
 
         (trigger,) = self.emit("bench.backlog-trigger", [{}])
         wake = (clock.now() - timedelta(seconds=5)).isoformat()
-        wf = BACKLOG_WF
+        flow = BACKLOG_WF
         from webapp.eventstore import append_many
         from webapp.workflows.store import projection, wake_signal
 
@@ -309,11 +308,11 @@ class Bench:
             ):
                 streams = []
                 for i in range(start, min(BACKLOG, start + 500)):
-                    run_id = ev.run_id_for(wf.name, f"backlog-{i}")
+                    run_id = ev.run_id_for(flow.name, f"backlog-{i}")
                     started = ev.run_started(
-                        wf.name, trigger.type, trigger.ref, wf.fingerprint, f"backlog-{i}"
+                        flow.name, trigger.type, trigger.ref, flow.fingerprint, f"backlog-{i}"
                     )
-                    waiting = ev.step_waiting(0, wake, wf.name, wf.fingerprint)
+                    waiting = ev.step_waiting(0, wake, flow.name, flow.fingerprint)
                     streams.append(
                         (
                             StreamId("default", ev.AGGREGATE_TYPE, run_id),
@@ -327,7 +326,7 @@ class Bench:
 
         t0 = time.perf_counter()
         enqueue("worker.workflow_tasks.drain", "default")
-        self.until(lambda: self.count(wf.name, "completed") >= BACKLOG, timeout=600)
+        self.until(lambda: self.count(flow.name, "completed") >= BACKLOG, timeout=600)
         return time.perf_counter() - t0
 
     def sigkill_continue_s(self) -> float:
@@ -382,7 +381,7 @@ class Bench:
 
 def main() -> dict[str, Any]:
     with ExitStack() as stack:
-        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-wf-")))
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-flow-")))
         db_url, redis_url = services(stack, tmp, reset=True)
         bench = Bench(db_url, redis_url, tmp / "instance")
         bench.start()

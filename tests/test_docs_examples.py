@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+import webapp.workflows as wf
 from webapp import create_app, db
 from webapp.config import ROOT
 from webapp.eventstore import projections
 from webapp.jobs import enqueue
 from webapp.workflows.store.tables import workflow_runs
-from webapp.workflows.triggers import registry
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = ("python", "sh")
@@ -106,11 +106,11 @@ def sh_lines(block: Block) -> list[str]:
 @pytest.fixture
 def own_workflows():
     """Workflows a document registers are unregistered afterwards."""
-    before = {w.name for w in registry.registered()}
+    before = {w.name for w in wf.registered()}
     yield
-    for w in registry.registered():
+    for w in wf.registered():
         if w.name not in before:
-            registry.unregister(w.name)
+            wf.unregister(w.name)
 
 
 @pytest.mark.parametrize("path", DOCS, ids=_ids(DOCS))
@@ -176,4 +176,4 @@ def test_your_first_workflow_end_to_end(tmp_path, make_config, redis, app, work,
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("myflows", None)
-        registry.unregister("order-follow-up")
+        wf.unregister("order-follow-up")

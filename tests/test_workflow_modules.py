@@ -25,7 +25,7 @@ from webapp.workflows.triggers import registry
 FLOWS = textwrap.dedent(
     """
     from webapp.workflows import register
-    from webapp.workflows.definition import builders as wf
+    import webapp.workflows as wf
 
     greet = register(wf.workflow(
         "NAME-greet",
@@ -37,7 +37,7 @@ FLOWS = textwrap.dedent(
 )
 NIGHTLY = textwrap.dedent(
     """
-    from webapp.workflows.definition import builders as wf
+    import webapp.workflows as wf
     from webapp.workflows import register as register_workflow
 
     nightly = wf.workflow("NAME-nightly", cron="0 3 * * *", steps=[wf.ret(1)])

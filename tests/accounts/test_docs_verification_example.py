@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+import webapp.workflows as wf
 from tests.accounts.conftest import PASSWORD, csrf_token, link_in, mails, post
 from tests.test_docs_examples import of
 from webapp import db
@@ -19,7 +20,6 @@ from webapp.config import ROOT
 from webapp.eventstore import projections
 from webapp.workflows.dispatch.sweep import resume_due_runs
 from webapp.workflows.store.tables import workflow_runs
-from webapp.workflows.triggers import registry
 
 NAME = "verification-reminder"
 NEW = "ada2@example.com"
@@ -31,7 +31,7 @@ def example(app: Any) -> Iterator[None]:
     exec(compile(block.code, "docs/workflows.md", "exec"), {"__name__": "docs_example"})
     projections.ensure_cursors()
     yield
-    registry.unregister(NAME)
+    wf.unregister(NAME)
 
 
 def _run() -> Any:

@@ -11,7 +11,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.accounts.conftest import login, make_config, register  # noqa: F401
-from tests.workflows.conftest import wf  # noqa: F401
+from tests.workflows.conftest import use_workflow  # noqa: F401
 from webapp import actors
 from webapp.admin import grants
 

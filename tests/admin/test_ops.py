@@ -8,6 +8,7 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
+import webapp.workflows as wf
 from tests.admin.conftest import post
 from tests.helpers import append_one, projection
 from tests.mail.test_outbox import _record, _row
@@ -15,7 +16,6 @@ from tests.mailserver import SmtpServer
 from tests.workflows.conftest import emit, only_run
 from webapp import db
 from webapp.eventstore import StreamId, projections, read_stream
-from webapp.workflows.definition import builders as w
 
 
 def _parked_one(name: str = "test-prices") -> int:
@@ -32,9 +32,9 @@ def _projection_events(name: str) -> list[Any]:
 
 
 def test_stuck_lists_an_overdue_run_with_its_reason(
-    admin: FlaskClient, wf: Any, work: Any, clock: Any
+    admin: FlaskClient, use_workflow: Any, work: Any, clock: Any
 ) -> None:
-    wf(w.workflow("nap", on="nap.started", steps=[w.wait("nap", "PT10M"), w.ret(1)]))
+    use_workflow(wf.workflow("nap", on="nap.started", steps=[wf.wait("nap", "PT10M"), wf.ret(1)]))
     emit("nap.started", {})
     work()
     run = only_run("nap")

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+import webapp.workflows as wf
 from tests.accounts.conftest import csrf_token, link_in, mails
 from tests.admin.conftest import ADMIN, post
 from tests.workflows.conftest import emit, only_run, run_events, runs
 from webapp.admin import queries
-from webapp.workflows.definition import builders as w
 
 FLAKY = {"broken": True}
 
@@ -24,9 +24,9 @@ def flaky(_ctx: Any) -> dict[str, str]:
 
 
 @pytest.fixture
-def failing(wf: Any, work: Any) -> Any:
+def failing(use_workflow: Any, work: Any) -> Any:
     FLAKY["broken"] = True
-    wf(w.workflow("charge", on="order.placed", steps=[w.compute("charge", flaky)]))
+    use_workflow(wf.workflow("charge", on="order.placed", steps=[wf.compute("charge", flaky)]))
     emit("order.placed", {"n": 1})
     work()
     return only_run("charge")
@@ -86,10 +86,10 @@ def test_bad_filters_are_reported_and_the_list_still_shows(
 
 
 def test_keyset_paging_walks_every_run_once(
-    admin: FlaskClient, wf: Any, work: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
+    admin: FlaskClient, use_workflow: Any, work: Any, clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(queries, "PAGE_SIZE", 2)
-    wf(w.workflow("tick", on="thing.ticked", steps=[w.ret(1)]))
+    use_workflow(wf.workflow("tick", on="thing.ticked", steps=[wf.ret(1)]))
     for i in range(5):
         emit("thing.ticked", {"i": i}, aggregate_id=f"t{i}")
         work()
@@ -171,10 +171,10 @@ def test_cancel_a_waiting_run_with_htmx(admin: FlaskClient, work: Any) -> None:
 
 
 def test_a_long_run_shows_its_last_events_and_says_so(
-    admin: FlaskClient, wf: Any, work: Any, monkeypatch: pytest.MonkeyPatch
+    admin: FlaskClient, use_workflow: Any, work: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(queries, "TIMELINE_LIMIT", 2)
-    wf(w.workflow("nap", on="nap.started", steps=[w.wait("nap", "PT10M"), w.ret(1)]))
+    use_workflow(wf.workflow("nap", on="nap.started", steps=[wf.wait("nap", "PT10M"), wf.ret(1)]))
     emit("nap.started", {})
     work()
     run = only_run("nap")

@@ -13,13 +13,13 @@ from playwright.sync_api import expect
 from redis import Redis
 from rq_scheduler import Scheduler
 
+import webapp.workflows as wf
 from tests.admin.conftest import make_admin
 from tests.browser import flows
 from tests.helpers import append_one, projection
-from tests.workflows.conftest import emit, only_run, wf  # noqa: F401
+from tests.workflows.conftest import emit, only_run, use_workflow  # noqa: F401
 from webapp.config import ROOT
 from webapp.eventstore import projections
-from webapp.workflows.definition import builders as w
 from worker.run_scheduler import ScheduleKeeper
 
 pytestmark = pytest.mark.browser
@@ -51,11 +51,11 @@ def status_of(page: Any) -> Any:
 def test_find_a_failed_run_by_filter_retry_it_and_it_completes(
     page: Any,
     server: str,
-    wf: Any,  # noqa: F811
+    use_workflow: Any,  # noqa: F811
     work: Any,
 ) -> None:
     CAUSE["fixed"] = False
-    wf(w.workflow("charge", on="order.placed", steps=[w.compute("charge", charge)]))
+    use_workflow(wf.workflow("charge", on="order.placed", steps=[wf.compute("charge", charge)]))
     emit("order.placed", {"orderId": "o-1"})
     work()
     sign_in_admin(page, server)

@@ -9,27 +9,27 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+import webapp.workflows as wf
 from webapp import db
 from webapp.eventstore import ANY, Event, NewEvent, StreamId, append, projections, read_stream
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
-from webapp.workflows.triggers import registry
 
 
 @pytest.fixture
-def wf(app: Any) -> Iterator[Any]:
-    """Register workflows for this test only: `wf(definition)`."""
+def use_workflow(app: Any) -> Iterator[Any]:
+    """Register workflows for this test only: `use_workflow(definition)`."""
     names: list[str] = []
 
     def reg(definition: Any) -> Any:
         names.append(definition.name)
-        registry.register(definition)
+        wf.register(definition)
         projections.ensure_cursors()
         return definition
 
     yield reg
     for name in names:
-        registry.unregister(name)
+        wf.unregister(name)
 
 
 def emit(

@@ -7,7 +7,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from webapp.workflows.definition import builders as w
+import webapp.workflows as wf
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.engine import heartbeat as leases
 
@@ -37,26 +37,25 @@ def step_c(ctx: RunContext) -> str:
     return "c"
 
 
-CRASH = w.workflow(
+CRASH = wf.workflow(
     "crash-test",
     on="crash.requested",
     steps=[
-        w.compute("a", step_a),
-        w.compute("b", step_b),
-        w.wait("nap", timedelta(0)),
-        w.compute("c", step_c),
-        w.ret("done"),
+        wf.compute("a", step_a),
+        wf.compute("b", step_b),
+        wf.wait("nap", timedelta(0)),
+        wf.compute("c", step_c),
+        wf.ret("done"),
     ],
 )
 
 
 def main() -> None:
     """Worker entry for the subprocess: register the workflow, run the worker."""
-    from webapp.workflows.triggers import registry
     from worker.run_worker import main as run_worker
     from worker.tasks import _worker_app
 
     leases.LEASE = timedelta(seconds=float(os.environ.get("CRASH_LEASE_S", "10")))
     _worker_app()
-    registry.register(CRASH)
+    wf.register(CRASH)
     run_worker()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from webapp.workflows.definition import builders as w
+import webapp.workflows as wf
 
 
 def plain(ctx):
@@ -31,18 +31,18 @@ class Doubler:
 # No source to read: described by module, name and bytecode.
 SOURCELESS = eval("lambda ctx: ctx.trigger.payload['n'] + 1")  # noqa: S307
 
-EVERY_KIND = w.workflow(
+EVERY_KIND = wf.workflow(
     "fingerprint-kinds",
     on="fp.go",
     filter=functools.partial(lambda e, k: k in e.payload, k="n"),
     key=Doubler(),
     steps=[
-        w.compute("function", plain),
-        w.compute("lambda", lambda ctx: 1),
-        w.compute("partial", functools.partial(scaled, factor=3)),
-        w.compute("bound", Pricing(5).price),
-        w.compute("object", Doubler()),
-        w.compute("sourceless", SOURCELESS),
-        w.ret(lambda ctx: ctx["partial"]),
+        wf.compute("function", plain),
+        wf.compute("lambda", lambda ctx: 1),
+        wf.compute("partial", functools.partial(scaled, factor=3)),
+        wf.compute("bound", Pricing(5).price),
+        wf.compute("object", Doubler()),
+        wf.compute("sourceless", SOURCELESS),
+        wf.ret(lambda ctx: ctx["partial"]),
     ],
 )

@@ -3,8 +3,8 @@ through WORKFLOW_MODULES=tests.workflows.outage_flows."""
 
 from __future__ import annotations
 
+import webapp.workflows as wf
 from webapp.workflows import register
-from webapp.workflows.definition import builders as wf
 
 NAP = register(
     wf.workflow(

@@ -10,12 +10,12 @@ from typing import Any
 
 from sqlalchemy import delete, event
 
+import webapp.workflows as wf
 from tests.workflows.conftest import pending, run_events, runs, types
 from webapp import db
 from webapp.eventstore import ANY, NewEvent, StreamId, append
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows import operations as ops
-from webapp.workflows.definition import builders as w
 from webapp.workflows.dispatch import drain as drains
 from webapp.workflows.engine import continuation
 from webapp.workflows.store import run_events as ev
@@ -39,24 +39,28 @@ def _start(d: Any, count: int, tag: str) -> list[str]:
     return ids
 
 
-def test_one_batch_settled_changed_gone_and_resumed_rows(wf, clock):
-    quick = wf(w.workflow("bq", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
-    changed = wf(w.workflow("bc", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
-    slow = wf(
-        w.workflow(
+def test_one_batch_settled_changed_gone_and_resumed_rows(use_workflow, clock):
+    quick = use_workflow(
+        wf.workflow("bq", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)])
+    )
+    changed = use_workflow(
+        wf.workflow("bc", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)])
+    )
+    slow = use_workflow(
+        wf.workflow(
             "bs",
             on="order.placed",
             steps=[
-                w.wait("p", "PT1M"),
-                w.compute("a", lambda c: 1),
-                w.compute("b", lambda c: c["a"] + 1),
-                w.ret(lambda c: c["b"]),
+                wf.wait("p", "PT1M"),
+                wf.compute("a", lambda c: 1),
+                wf.compute("b", lambda c: c["a"] + 1),
+                wf.ret(lambda c: c["b"]),
             ],
         )
     )
-    again = wf(
-        w.workflow(
-            "bw", on="order.placed", steps=[w.wait("p", "PT1M"), w.wait("q", "PT1H"), w.ret(1)]
+    again = use_workflow(
+        wf.workflow(
+            "bw", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.wait("q", "PT1H"), wf.ret(1)]
         )
     )
     ok = _start(quick, 5, "q")
@@ -74,10 +78,10 @@ def test_one_batch_settled_changed_gone_and_resumed_rows(wf, clock):
         conn.execute(workflow_run_pending.insert().values(**stale))
         trig = run_events(gone)[0].payload["triggerEventRef"]["eventId"]
         conn.execute(delete(events_table).where(events_table.c.id == trig))
-    wf(w.workflow("bc", on="order.placed", steps=[w.wait("p", "PT2M"), w.ret(2)]))
+    use_workflow(wf.workflow("bc", on="order.placed", steps=[wf.wait("p", "PT2M"), wf.ret(2)]))
     assert (
         changed.fingerprint
-        != w.workflow("bc", on="order.placed", steps=[w.wait("p", "PT2M"), w.ret(2)]).fingerprint
+        != wf.workflow("bc", on="order.placed", steps=[wf.wait("p", "PT2M"), wf.ret(2)]).fingerprint
     )
 
     assert drains.drain_batch("default") == 9  # 4 + gone + changed + slow + again + stale
@@ -118,10 +122,10 @@ def test_one_batch_settled_changed_gone_and_resumed_rows(wf, clock):
     (row,) = [p for p in pending() if p.run_id == waits_again]
     assert row.suspension_event_type == ev.STEP_WAITING
     assert row.definition_fingerprint == again.fingerprint
-    assert row.wake_at == clock.now() + w.parse_duration("PT1H")
+    assert row.wake_at == clock.now() + wf.parse_duration("PT1H")
 
 
-def test_a_run_cancelled_while_its_batch_runs_is_not_completed(wf, clock):
+def test_a_run_cancelled_while_its_batch_runs_is_not_completed(use_workflow, clock):
     cancel_now: list[str] = []
 
     def step(ctx):
@@ -129,9 +133,9 @@ def test_a_run_cancelled_while_its_batch_runs_is_not_completed(wf, clock):
             ops.cancel(ctx.run_id)
         return 1
 
-    d = wf(
-        w.workflow(
-            "bx", on="order.placed", steps=[w.wait("p", "PT1M"), w.compute("c", step), w.ret(2)]
+    d = use_workflow(
+        wf.workflow(
+            "bx", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.compute("c", step), wf.ret(2)]
         )
     )
     ids = _start(d, 3, "x")
@@ -143,8 +147,8 @@ def test_a_run_cancelled_while_its_batch_runs_is_not_completed(wf, clock):
         assert types(run_id)[-1] == "run-completed"
 
 
-def test_parallel_drains_never_resume_a_row_twice(app, wf, clock):
-    d = wf(w.workflow("bp", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
+def test_parallel_drains_never_resume_a_row_twice(app, use_workflow, clock):
+    d = use_workflow(wf.workflow("bp", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)]))
     ids = _start(d, 400, "p")
     clock.advance(61)
     barrier = threading.Barrier(4)
@@ -181,8 +185,8 @@ def test_parallel_drains_never_resume_a_row_twice(app, wf, clock):
     assert {r.status for r in runs("bp")} == {"completed"}
 
 
-def test_a_batch_costs_a_bounded_number_of_statements(wf, clock):
-    d = wf(w.workflow("bn", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
+def test_a_batch_costs_a_bounded_number_of_statements(use_workflow, clock):
+    d = use_workflow(wf.workflow("bn", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)]))
     ids = _start(d, 60, "n")
     clock.advance(61)
     seen: list[str] = []

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+import webapp.workflows as wf
 from tests.workflows.conftest import emit, only_run, runs, types
 from webapp.config import ROOT
-from webapp.workflows.definition import builders as w
 from webapp.workflows.triggers import start as trigger
 from webapp.workflows.webhook_route import signed_headers
 
@@ -21,15 +21,20 @@ def cli(app):
     return app.test_cli_runner()
 
 
-def test_cli_runs_show_cancel_retry_stuck(wf, work, clock, cli):
-    wf(w.workflow("cli-wf", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
+def test_cli_runs_show_cancel_retry_stuck(use_workflow, work, clock, cli):
+    use_workflow(
+        wf.workflow("cli-use_workflow", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)])
+    )
     emit("order.placed", {})
     work()
-    run = only_run("cli-wf")
+    run = only_run("cli-use_workflow")
     out = cli.invoke(args=["workflows", "runs", "--status", "suspended"]).output
     assert run.run_id in out and "suspended" in out
     assert "no runs" in cli.invoke(args=["workflows", "runs", "--status", "failed"]).output
-    assert run.run_id in cli.invoke(args=["workflows", "runs", "--workflow", "cli-wf"]).output
+    assert (
+        run.run_id
+        in cli.invoke(args=["workflows", "runs", "--workflow", "cli-use_workflow"]).output
+    )
     show = cli.invoke(args=["workflows", "show", run.run_id]).output
     assert (
         "workflow.run-started" in show
@@ -67,12 +72,11 @@ def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):
     from rq import SimpleWorker
 
     from webapp.eventstore import projections
-    from webapp.workflows.triggers import registry
 
-    d = w.workflow(
-        "hooked", webhook="incoming", steps=[w.ret(lambda c: c.trigger.payload["body"]["x"])]
+    d = wf.workflow(
+        "hooked", webhook="incoming", steps=[wf.ret(lambda c: c.trigger.payload["body"]["x"])]
     )
-    registry.register(d)
+    wf.register(d)
     projections.ensure_cursors()
     try:
         client = hook_app.test_client()
@@ -100,14 +104,16 @@ def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):
         assert run.status == "completed" and run.results["return"] == 7
         assert run.trigger_event_type == "workflow.webhook-received"
     finally:
-        registry.unregister("hooked")
+        wf.unregister("hooked")
 
 
-def test_cron_workflow_starts_one_run_per_tick(wf, work):
+def test_cron_workflow_starts_one_run_per_tick(use_workflow, work):
     from webapp.jobs.registry import get_job
 
-    d = wf(
-        w.workflow("nightly", cron="0 3 * * *", steps=[w.ret(lambda c: c.trigger.payload["tick"])])
+    d = use_workflow(
+        wf.workflow(
+            "nightly", cron="0 3 * * *", steps=[wf.ret(lambda c: c.trigger.payload["tick"])]
+        )
     )
     spec = get_job(trigger.cron_job_name(d))
     assert spec.cron == "0 3 * * *" and spec.per_tenant
@@ -134,13 +140,12 @@ def test_resume_due_runs_job_is_registered():
 @pytest.fixture
 def hooked(hook_app):
     from webapp.eventstore import projections
-    from webapp.workflows.triggers import registry
 
-    d = w.workflow("hooked", webhook="incoming", steps=[w.ret(1)])
-    registry.register(d)
+    d = wf.workflow("hooked", webhook="incoming", steps=[wf.ret(1)])
+    wf.register(d)
     projections.ensure_cursors()
     yield hook_app.test_client()
-    registry.unregister("hooked")
+    wf.unregister("hooked")
 
 
 def test_webhook_replay_with_an_old_timestamp_is_refused(hooked, clock):

@@ -38,8 +38,8 @@ def _until(pred, timeout: float = 60.0, every: float = 0.1, tick=None) -> None:
     raise AssertionError("condition not reached in time")
 
 
-def test_sigkill_mid_run_then_restart(wf, database_url, redis_url, tmp_path, clock):
-    wf(CRASH)
+def test_sigkill_mid_run_then_restart(use_workflow, database_url, redis_url, tmp_path, clock):
+    use_workflow(CRASH)
     marks = tmp_path / "marks.txt"
     marks.touch()
     hang = Path(str(marks) + ".hang")
@@ -101,12 +101,12 @@ def test_sigkill_mid_run_then_restart(wf, database_url, redis_url, tmp_path, clo
 
 
 def test_sigkill_mid_step_continues_on_another_worker_without_a_sweep(
-    wf, database_url, redis_url, tmp_path
+    use_workflow, database_url, redis_url, tmp_path
 ):
     """Heartbeated 10 s leases and the timer in every worker: once any worker
     is alive, the killed run continues by itself (no minute sweep involved),
     and steps committed before the kill do not run again."""
-    wf(CRASH)
+    use_workflow(CRASH)
     marks = tmp_path / "marks.txt"
     marks.touch()
     hang = Path(str(marks) + ".hang")

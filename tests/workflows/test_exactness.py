@@ -16,19 +16,17 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 
+import webapp.workflows as wf
 from tests.workflows.conftest import emit, only_run, run_events, types
 from tests.workflows.fingerprint_defs import EVERY_KIND, SOURCELESS, Doubler, Pricing, scaled
 from webapp import db
 from webapp.config import ROOT
 from webapp.eventstore import head_position
 from webapp.eventstore.tables import events as events_table
-from webapp.workflows.definition import builders as w
-from webapp.workflows.definition import match
 from webapp.workflows.definition.fingerprint import describe
 from webapp.workflows.dispatch import sweep
 from webapp.workflows.engine import continuation
 from webapp.workflows.engine import transient as infra
-from webapp.workflows.triggers import registry
 from worker import workflow_tasks
 
 
@@ -75,8 +73,8 @@ def test_no_callable_is_described_by_its_address(fn):
 
 
 def test_fingerprint_tells_partials_apart():
-    a = w.workflow("p", on="x", steps=[w.compute("c", functools.partial(scaled, factor=2))])
-    b = w.workflow("p", on="x", steps=[w.compute("c", functools.partial(scaled, factor=3))])
+    a = wf.workflow("p", on="x", steps=[wf.compute("c", functools.partial(scaled, factor=2))])
+    b = wf.workflow("p", on="x", steps=[wf.compute("c", functools.partial(scaled, factor=3))])
     assert a.fingerprint != b.fingerprint
 
 
@@ -91,7 +89,9 @@ def _count(event_type: str) -> int:
         )
 
 
-def test_append_event_inside_retry_is_exactly_once_under_a_failure_after_it(wf, work, clock):
+def test_append_event_inside_retry_is_exactly_once_under_a_failure_after_it(
+    use_workflow, work, clock
+):
     attempts = []
 
     def fails_first(ctx):
@@ -100,21 +100,21 @@ def test_append_event_inside_retry_is_exactly_once_under_a_failure_after_it(wf, 
             raise RuntimeError("injected after the append")
         return "ok"
 
-    wf(
-        w.workflow(
+    use_workflow(
+        wf.workflow(
             "once",
             on="once.go",
             steps=[
-                w.retry(
+                wf.retry(
                     "try",
                     times=3,
                     base_delay=5,
                     do=[
-                        w.append_event("note", "note", lambda c: "n1", "note.added", {"x": 1}),
-                        w.compute("after", fails_first),
+                        wf.append_event("note", "note", lambda c: "n1", "note.added", {"x": 1}),
+                        wf.compute("after", fails_first),
                     ],
                 ),
-                w.ret(lambda ctx: ctx["after"]),
+                wf.ret(lambda ctx: ctx["after"]),
             ],
         )
     )
@@ -130,28 +130,28 @@ def test_append_event_inside_retry_is_exactly_once_under_a_failure_after_it(wf, 
     assert _count("note.added") == 1
 
 
-def test_append_event_and_call_inside_branch_and_for_each_commit_with_the_step(wf, work):
+def test_append_event_and_call_inside_branch_and_for_each_commit_with_the_step(use_workflow, work):
     seen = []
-    registry.register_handler("remember", lambda conn, ctx, payload: seen.append(payload) or 1)
-    wf(
-        w.workflow(
+    wf.register_handler("remember", lambda conn, ctx, payload: seen.append(payload) or 1)
+    use_workflow(
+        wf.workflow(
             "nested-writes",
             on="nested.go",
             steps=[
-                w.for_each(
+                wf.for_each(
                     "each",
                     over=[1, 2],
                     as_="item",
                     do=[
-                        w.branch(
+                        wf.branch(
                             "pick",
                             if_=lambda ctx: ctx["item"] == 2,
-                            then=[w.call("remember", "remember", lambda c: c["item"])],
-                            else_=[w.append_event("note", "note", "n", "note.added")],
+                            then=[wf.call("remember", "remember", lambda c: c["item"])],
+                            else_=[wf.append_event("note", "note", "n", "note.added")],
                         )
                     ],
                 ),
-                w.ret(1),
+                wf.ret(1),
             ],
         )
     )
@@ -161,7 +161,9 @@ def test_append_event_and_call_inside_branch_and_for_each_commit_with_the_step(w
     assert seen == [2] and _count("note.added") == 1
 
 
-def test_a_dropped_database_connection_inside_a_step_does_not_fail_the_run(wf, work, backend):
+def test_a_dropped_database_connection_inside_a_step_does_not_fail_the_run(
+    use_workflow, work, backend
+):
     calls = []
 
     def drops_once(conn, ctx, payload):
@@ -173,14 +175,14 @@ def test_a_dropped_database_connection_inside_a_step_does_not_fail_the_run(wf, w
                 raise OperationalError("INSERT", {}, sqlite3.OperationalError("disk I/O error"))
         return "done"
 
-    registry.register_handler("drops-once", drops_once)
-    wf(
-        w.workflow(
+    wf.register_handler("drops-once", drops_once)
+    use_workflow(
+        wf.workflow(
             "infra",
             on="infra.go",
             steps=[
-                w.retry("once", times=1, do=[w.call("c", "drops-once")]),
-                w.ret(lambda ctx: ctx["once"]),
+                wf.retry("once", times=1, do=[wf.call("c", "drops-once")]),
+                wf.ret(lambda ctx: ctx["once"]),
             ],
         )
     )
@@ -193,7 +195,7 @@ def test_a_dropped_database_connection_inside_a_step_does_not_fail_the_run(wf, w
     assert "retry.scheduled" not in types(run.run_id)
 
 
-def test_redis_unavailable_inside_a_step_is_retried_by_the_engine(wf, work):
+def test_redis_unavailable_inside_a_step_is_retried_by_the_engine(use_workflow, work):
     calls = []
 
     def redis_blip(ctx):
@@ -202,7 +204,9 @@ def test_redis_unavailable_inside_a_step_is_retried_by_the_engine(wf, work):
             raise RedisConnectionError("Connection refused")
         return 2
 
-    wf(w.workflow("redis-blip", on="blip.go", steps=[w.compute("c", redis_blip), w.ret(1)]))
+    use_workflow(
+        wf.workflow("redis-blip", on="blip.go", steps=[wf.compute("c", redis_blip), wf.ret(1)])
+    )
     emit("blip.go", {})
     work()
     run = only_run("redis-blip")
@@ -243,8 +247,8 @@ def test_resume_run_validates_first_in_the_cli(app, args, message):
     assert result.exit_code != 0 and message in result.output
 
 
-def test_resume_run_cli_resumes_a_due_run(app, wf, work, clock):
-    wf(w.workflow("cli-resume", on="cli.go", steps=[w.wait("nap", "PT1M"), w.ret(3)]))
+def test_resume_run_cli_resumes_a_due_run(app, use_workflow, work, clock):
+    use_workflow(wf.workflow("cli-resume", on="cli.go", steps=[wf.wait("nap", "PT1M"), wf.ret(3)]))
     emit("cli.go", {})
     work()
     run = only_run("cli-resume")
@@ -254,20 +258,20 @@ def test_resume_run_cli_resumes_a_due_run(app, wf, work, clock):
     assert only_run("cli-resume").status == "completed"
 
 
-def test_awaited_event_between_trigger_and_run_start_is_found(wf, work):
-    wf(
-        w.workflow(
+def test_awaited_event_between_trigger_and_run_start_is_found(use_workflow, work):
+    use_workflow(
+        wf.workflow(
             "early-bird",
             on="member.joined",
             awaits={"v": "member.confirmed"},
             steps=[
-                w.wait_for_event(
+                wf.wait_for_event(
                     "got",
                     event="v",
                     timeout="P1D",
-                    match=lambda ctx: match.eq("u", ctx.trigger.payload["u"]),
+                    match=lambda ctx: wf.match.eq("u", ctx.trigger.payload["u"]),
                 ),
-                w.ret(lambda ctx: ctx["got"]),
+                wf.ret(lambda ctx: ctx["got"]),
             ],
         )
     )
@@ -281,11 +285,11 @@ def test_awaited_event_between_trigger_and_run_start_is_found(wf, work):
     assert run.status == "completed" and run.results["return"] == {"u": "x"}
 
 
-def test_a_rolled_back_start_leaves_nothing_for_the_next_transaction(wf, work):
+def test_a_rolled_back_start_leaves_nothing_for_the_next_transaction(use_workflow, work):
     from tests.workflows.conftest import runs
     from webapp.workflows.triggers import start as trigger
 
-    d = wf(w.workflow("leak", on="leak.go", steps=[w.ret(1)]))
+    d = use_workflow(wf.workflow("leak", on="leak.go", steps=[wf.ret(1)]))
     e = emit("leak.elsewhere", {})
     with pytest.raises(RuntimeError), db.transaction() as conn:
         trigger.start_run(conn, d, "default", e, None)

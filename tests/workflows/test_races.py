@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import webapp.workflows as wf
 from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
 from webapp import db
 from webapp.workflows import operations as ops
-from webapp.workflows.definition import builders as w
 from webapp.workflows.dispatch import drain as drains
 from webapp.workflows.dispatch import sweep
 from webapp.workflows.engine import continuation
@@ -36,8 +36,10 @@ def parallel(n, fn):
     return out
 
 
-def test_fifty_concurrent_triggers_with_one_key_start_one_run(app, wf):
-    d = wf(w.workflow("once", on="order.placed", key=lambda e: "k", steps=[w.wait("p", "PT1H")]))
+def test_fifty_concurrent_triggers_with_one_key_start_one_run(app, use_workflow):
+    d = use_workflow(
+        wf.workflow("once", on="order.placed", key=lambda e: "k", steps=[wf.wait("p", "PT1H")])
+    )
     events = [emit("order.placed", {"i": i}, aggregate_id=f"o{i}") for i in range(50)]
 
     def start(i):
@@ -49,8 +51,8 @@ def test_fifty_concurrent_triggers_with_one_key_start_one_run(app, wf):
     assert types(started[0]) == ["run-started"]
 
 
-def test_twenty_concurrent_resumes_claim_once(app, wf, work, clock):
-    wf(w.workflow("wake", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
+def test_twenty_concurrent_resumes_claim_once(app, use_workflow, work, clock):
+    use_workflow(wf.workflow("wake", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)]))
     emit("order.placed", {})
     work()
     run = only_run("wake")
@@ -70,8 +72,8 @@ def test_twenty_concurrent_resumes_claim_once(app, wf, work, clock):
     assert types(run.run_id)[-1] == "run-completed"
 
 
-def test_redis_flushed_while_suspended_the_sweep_still_resumes(wf, work, clock, redis):
-    wf(w.workflow("timer", on="order.placed", steps=[w.wait("p", "PT5M"), w.ret(1)]))
+def test_redis_flushed_while_suspended_the_sweep_still_resumes(use_workflow, work, clock, redis):
+    use_workflow(wf.workflow("timer", on="order.placed", steps=[wf.wait("p", "PT5M"), wf.ret(1)]))
     for i in range(3):
         emit("order.placed", {}, aggregate_id=f"o{i}")
     work()
@@ -84,8 +86,10 @@ def test_redis_flushed_while_suspended_the_sweep_still_resumes(wf, work, clock, 
     assert {r.status for r in runs("timer")} == {"completed"}
 
 
-def test_started_run_lost_in_redis_is_advanced_by_the_sweep(wf, clock, redis):
-    wf(w.workflow("lost", on="order.placed", steps=[w.compute("c", lambda c: 1), w.ret(2)]))
+def test_started_run_lost_in_redis_is_advanced_by_the_sweep(use_workflow, clock, redis):
+    use_workflow(
+        wf.workflow("lost", on="order.placed", steps=[wf.compute("c", lambda c: 1), wf.ret(2)])
+    )
     emit("order.placed", {})
     from webapp.eventstore import projections
 
@@ -97,9 +101,11 @@ def test_started_run_lost_in_redis_is_advanced_by_the_sweep(wf, clock, redis):
     assert only_run("lost").status == "completed"
 
 
-def test_backlog_drains_past_one_batch_and_in_parallel(app, wf, clock):
+def test_backlog_drains_past_one_batch_and_in_parallel(app, use_workflow, clock):
 
-    d = wf(w.workflow("bulk", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
+    d = use_workflow(
+        wf.workflow("bulk", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)])
+    )
     total = drains.BATCH + 50  # past one batch
     with db.transaction() as conn:
         for i in range(total):
@@ -130,8 +136,8 @@ def emit_in(conn, i):
     ]
 
 
-def test_cancelled_run_never_resumes(wf, work, clock):
-    wf(w.workflow("c", on="order.placed", steps=[w.wait("p", "PT1M"), w.ret(1)]))
+def test_cancelled_run_never_resumes(use_workflow, work, clock):
+    use_workflow(wf.workflow("c", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)]))
     emit("order.placed", {})
     work()
     run = only_run("c")
@@ -144,7 +150,7 @@ def test_cancelled_run_never_resumes(wf, work, clock):
     assert only_run("c").status == "cancelled"
 
 
-def test_retry_of_a_failed_run_continues_at_the_failed_step(wf, work):
+def test_retry_of_a_failed_run_continues_at_the_failed_step(use_workflow, work):
     state = {"fail": True, "first": 0}
 
     def first(ctx):
@@ -156,9 +162,9 @@ def test_retry_of_a_failed_run_continues_at_the_failed_step(wf, work):
             raise RuntimeError("x")
         return ctx["first"] + "b"
 
-    wf(
-        w.workflow(
-            "r", on="order.placed", steps=[w.compute("first", first), w.compute("second", second)]
+    use_workflow(
+        wf.workflow(
+            "r", on="order.placed", steps=[wf.compute("first", first), wf.compute("second", second)]
         )
     )
     emit("order.placed", {})

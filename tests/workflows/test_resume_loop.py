@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from rq import Queue
 
+import webapp.workflows as wf
 from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
 from webapp.jobs.queue import DISPATCH_PENDING_KEY
-from webapp.workflows.definition import builders as w
-from webapp.workflows.definition import match
 from webapp.workflows.dispatch import resume_loop as resumer
 from webapp.workflows.dispatch import signals as timers
 from webapp.workflows.engine import continuation
@@ -27,27 +26,27 @@ def _queued(redis) -> list[str]:
     return [j.func_name for j in Queue("default", connection=redis).jobs]
 
 
-def _await_flow(wf):
-    return wf(
-        w.workflow(
+def _await_flow(use_workflow):
+    return use_workflow(
+        wf.workflow(
             "loop-await",
             on="loop.start",
             awaits={"ping": "loop.ping"},
             steps=[
-                w.wait_for_event(
+                wf.wait_for_event(
                     "ping",
                     event="ping",
                     timeout="PT10M",
-                    match=lambda ctx: match.eq("i", ctx.trigger.payload["i"]),
+                    match=lambda ctx: wf.match.eq("i", ctx.trigger.payload["i"]),
                 ),
-                w.ret(lambda ctx: ctx["ping"]["i"]),
+                wf.ret(lambda ctx: ctx["ping"]["i"]),
             ],
         )
     )
 
 
-def test_an_awaited_event_goes_to_the_live_loop_and_resumes_once(wf, work, redis):
-    _await_flow(wf)
+def test_an_awaited_event_goes_to_the_live_loop_and_resumes_once(use_workflow, work, redis):
+    _await_flow(use_workflow)
     emit("loop.start", {"i": 7})
     work()
     run = only_run("loop-await")
@@ -71,8 +70,8 @@ def test_an_awaited_event_goes_to_the_live_loop_and_resumes_once(wf, work, redis
     assert resumer.handle(popped) == {("default", run.run_id, 0): "already-resumed"}
 
 
-def test_without_a_live_loop_a_due_step_is_an_rq_resume_run_job(wf, work, redis, clock):
-    _await_flow(wf)
+def test_without_a_live_loop_a_due_step_is_an_rq_resume_run_job(use_workflow, work, redis, clock):
+    _await_flow(use_workflow)
     emit("loop.start", {"i": 1})
     work()
     run = only_run("loop-await")
@@ -94,8 +93,10 @@ def test_requests_are_taken_oldest_first(app, redis):
     assert resumer.pop(redis, block_s=0.1) == [b"default|r2|0", b"default|r3|0"]
 
 
-def test_a_request_is_validated_first_and_a_bad_one_changes_nothing(wf, work, redis, clock):
-    wf(w.workflow("loop-bad", on="loop.bad", steps=[w.wait("nap", "PT1S"), w.ret(1)]))
+def test_a_request_is_validated_first_and_a_bad_one_changes_nothing(
+    use_workflow, work, redis, clock
+):
+    use_workflow(wf.workflow("loop-bad", on="loop.bad", steps=[wf.wait("nap", "PT1S"), wf.ret(1)]))
     emit("loop.bad", {})
     work()
     run = only_run("loop-bad")
@@ -111,8 +112,8 @@ def test_a_request_is_validated_first_and_a_bad_one_changes_nothing(wf, work, re
     assert len(pending()) == 1
 
 
-def test_a_request_not_due_yet_goes_back_to_the_timer(wf, work, redis, clock):
-    wf(w.workflow("loop-nap", on="loop.nap", steps=[w.wait("nap", "PT30S"), w.ret(1)]))
+def test_a_request_not_due_yet_goes_back_to_the_timer(use_workflow, work, redis, clock):
+    use_workflow(wf.workflow("loop-nap", on="loop.nap", steps=[wf.wait("nap", "PT30S"), wf.ret(1)]))
     emit("loop.nap", {})
     work()
     run = only_run("loop-nap")
@@ -126,8 +127,10 @@ def test_a_request_not_due_yet_goes_back_to_the_timer(wf, work, redis, clock):
     assert only_run("loop-nap").status == "completed"
 
 
-def test_due_rows_of_a_tenant_are_claimed_together(wf, work, redis, clock):
-    wf(w.workflow("loop-many", on="loop.many", steps=[w.wait("nap", "PT1S"), w.ret(1)]))
+def test_due_rows_of_a_tenant_are_claimed_together(use_workflow, work, redis, clock):
+    use_workflow(
+        wf.workflow("loop-many", on="loop.many", steps=[wf.wait("nap", "PT1S"), wf.ret(1)])
+    )
     for i in range(5):
         emit("loop.many", {}, aggregate_id=f"m{i}")
     work()
@@ -140,16 +143,16 @@ def test_due_rows_of_a_tenant_are_claimed_together(wf, work, redis, clock):
         assert types(rid) == ["run-started", "step.waiting", "step.resumed", "run-completed"]
 
 
-def test_a_slow_continuation_is_handed_off_under_the_claims_lease(wf, work, redis, clock):
-    wf(
-        w.workflow(
+def test_a_slow_continuation_is_handed_off_under_the_claims_lease(use_workflow, work, redis, clock):
+    use_workflow(
+        wf.workflow(
             "loop-slow",
             on="loop.slow",
             steps=[
-                w.wait("nap", "PT1S"),
-                w.compute("a", lambda c: 1),
-                w.compute("b", lambda c: c["a"] + 1),
-                w.ret(lambda c: c["b"]),
+                wf.wait("nap", "PT1S"),
+                wf.compute("a", lambda c: 1),
+                wf.compute("b", lambda c: c["a"] + 1),
+                wf.ret(lambda c: c["b"]),
             ],
         )
     )
@@ -170,8 +173,12 @@ def test_a_slow_continuation_is_handed_off_under_the_claims_lease(wf, work, redi
     assert continuation.continue_leased(tenant, run_id, token) == "lost"  # the lease is gone
 
 
-def test_run_events_queue_no_dispatch_unless_a_projection_reads_them(wf, work, redis, clock):
-    wf(w.workflow("loop-quiet", on="loop.quiet", steps=[w.wait("nap", "PT1S"), w.ret(1)]))
+def test_run_events_queue_no_dispatch_unless_a_projection_reads_them(
+    use_workflow, work, redis, clock
+):
+    use_workflow(
+        wf.workflow("loop-quiet", on="loop.quiet", steps=[wf.wait("nap", "PT1S"), wf.ret(1)])
+    )
     emit("loop.quiet", {})
     work()
     run = only_run("loop-quiet")
@@ -181,12 +188,12 @@ def test_run_events_queue_no_dispatch_unless_a_projection_reads_them(wf, work, r
     assert only_run("loop-quiet").status == "completed"
     assert not redis.exists(DISPATCH_PENDING_KEY)
     # a workflow started by another's completion: now its commit queues one
-    wf(
-        w.workflow(
+    use_workflow(
+        wf.workflow(
             "loop-after",
             on=ev.RUN_COMPLETED,
             filter=lambda e: e.payload["workflowName"] == "loop-quiet",
-            steps=[w.ret(1)],
+            steps=[wf.ret(1)],
         )
     )
     emit("loop.quiet", {}, aggregate_id="q2")

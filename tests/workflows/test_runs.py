@@ -8,13 +8,12 @@ from datetime import timedelta
 
 from sqlalchemy import delete
 
+import webapp.workflows as wf
 from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
 from webapp import db
 from webapp.eventstore import projections
 from webapp.eventstore.tables import events as events_table
 from webapp.eventstore.tables import projection_cursors
-from webapp.workflows.definition import builders as w
-from webapp.workflows.definition import match
 from webapp.workflows.dispatch import sweep
 from webapp.workflows.engine import continuation
 from webapp.workflows.store import run_events as ev
@@ -22,13 +21,13 @@ from webapp.workflows.store.run_events import RUN_NAMESPACE
 
 
 def three_step(name="three", **kw):
-    return w.workflow(
+    return wf.workflow(
         name,
         on="order.placed",
         steps=[
-            w.compute("double", lambda ctx: ctx.trigger.payload["n"] * 2),
-            w.wait("pause", "PT10M"),
-            w.ret(lambda ctx: {"double": ctx["double"], "attempt": ctx.attempt}),
+            wf.compute("double", lambda ctx: ctx.trigger.payload["n"] * 2),
+            wf.wait("pause", "PT10M"),
+            wf.ret(lambda ctx: {"double": ctx["double"], "attempt": ctx.attempt}),
         ],
         **kw,
     )
@@ -39,8 +38,8 @@ def sweep_after(clock, seconds):
     return sweep.sweep("default")
 
 
-def test_run_starts_suspends_and_completes_with_exact_payloads(wf, work, clock):
-    d = wf(three_step())
+def test_run_starts_suspends_and_completes_with_exact_payloads(use_workflow, work, clock):
+    d = use_workflow(three_step())
     trigger = emit("order.placed", {"n": 21})
     work()
     run = only_run("three")
@@ -82,9 +81,9 @@ def test_run_starts_suspends_and_completes_with_exact_payloads(wf, work, clock):
     assert final.results["return"] == {"double": 42, "attempt": 1}
 
 
-def test_trigger_projection_starts_from_now(app, wf, work):
+def test_trigger_projection_starts_from_now(app, use_workflow, work):
     emit("order.placed", {"n": 1})  # before the workflow is mounted
-    wf(three_step())
+    use_workflow(three_step())
     work()
     assert runs("three") == []
     emit("order.placed", {"n": 2})
@@ -92,8 +91,8 @@ def test_trigger_projection_starts_from_now(app, wf, work):
     assert len(runs("three")) == 1
 
 
-def test_filter_and_keyed_run_id(wf, work):
-    wf(
+def test_filter_and_keyed_run_id(use_workflow, work):
+    use_workflow(
         three_step(
             filter=lambda e: e.payload["n"] > 0,
             key=lambda e: f"k{e.payload['n']}",
@@ -107,8 +106,10 @@ def test_filter_and_keyed_run_id(wf, work):
     assert run_events(run.run_id)[0].payload["idempotencyKey"] == "k5"
 
 
-def test_sequential_duplicate_is_ignored_while_open_and_restarts_when_closed(wf, work, clock):
-    wf(three_step(key=lambda e: "same"))
+def test_sequential_duplicate_is_ignored_while_open_and_restarts_when_closed(
+    use_workflow, work, clock
+):
+    use_workflow(three_step(key=lambda e: "same"))
     emit("order.placed", {"n": 1})
     work()
     emit("order.placed", {"n": 2})
@@ -123,19 +124,19 @@ def test_sequential_duplicate_is_ignored_while_open_and_restarts_when_closed(wf,
     assert len(types(run.run_id)) == 6
 
 
-def test_on_duplicate_new_run_starts_a_second_run(wf, work):
-    wf(three_step(key=lambda e: "same", on_duplicate="new-run"))
+def test_on_duplicate_new_run_starts_a_second_run(use_workflow, work):
+    use_workflow(three_step(key=lambda e: "same", on_duplicate="new-run"))
     emit("order.placed", {"n": 1})
     emit("order.placed", {"n": 2})
     work()
     assert len(runs("three")) == 2
 
 
-def test_step_error_is_recorded_generically(wf, work, caplog):
+def test_step_error_is_recorded_generically(use_workflow, work, caplog):
     def boom(ctx):
         raise ValueError("secret@example.com is broken")
 
-    wf(w.workflow("boom", on="order.placed", steps=[w.compute("x", boom)]))
+    use_workflow(wf.workflow("boom", on="order.placed", steps=[wf.compute("x", boom)]))
     emit("order.placed", {})
     work()
     run = only_run("boom")
@@ -149,11 +150,11 @@ def test_step_error_is_recorded_generically(wf, work, caplog):
     assert "secret@example.com" in caplog.text  # the log has it, the event does not
 
 
-def test_trigger_filter_error_is_recorded_and_swallowed(wf, work):
+def test_trigger_filter_error_is_recorded_and_swallowed(use_workflow, work):
     def bad_filter(e):
         raise KeyError("nope")
 
-    wf(w.workflow("badfilter", on="order.placed", filter=bad_filter, steps=[w.ret(1)]))
+    use_workflow(wf.workflow("badfilter", on="order.placed", filter=bad_filter, steps=[wf.ret(1)]))
     emit("order.placed", {})
     emit("order.placed", {})
     work()
@@ -169,20 +170,20 @@ def test_trigger_filter_error_is_recorded_and_swallowed(wf, work):
     assert cursor.attempts == 0  # no redelivery
 
 
-def test_wait_for_event_wakes_on_a_matching_event_only(wf, work, clock):
-    wf(
-        w.workflow(
+def test_wait_for_event_wakes_on_a_matching_event_only(use_workflow, work, clock):
+    use_workflow(
+        wf.workflow(
             "verify",
             on="member.joined",
             awaits={"verified": "member.confirmed"},
             steps=[
-                w.wait_for_event(
+                wf.wait_for_event(
                     "got",
                     event="verified",
                     timeout="P1D",
-                    match=lambda ctx: match.eq("userId", ctx.trigger.payload["userId"]),
+                    match=lambda ctx: wf.match.eq("userId", ctx.trigger.payload["userId"]),
                 ),
-                w.ret(lambda ctx: ctx["got"]),
+                wf.ret(lambda ctx: ctx["got"]),
             ],
         )
     )
@@ -218,15 +219,15 @@ def test_wait_for_event_wakes_on_a_matching_event_only(wf, work, clock):
     assert verified.payload["userId"] == "u1"
 
 
-def test_wait_for_event_timeout_gives_an_empty_result(wf, work, clock):
-    wf(
-        w.workflow(
+def test_wait_for_event_timeout_gives_an_empty_result(use_workflow, work, clock):
+    use_workflow(
+        wf.workflow(
             "verify",
             on="member.joined",
             awaits={"verified": "member.confirmed"},
             steps=[
-                w.wait_for_event("got", event="verified", timeout=timedelta(hours=24)),
-                w.ret(lambda ctx: {"got": ctx["got"]}),
+                wf.wait_for_event("got", event="verified", timeout=timedelta(hours=24)),
+                wf.ret(lambda ctx: {"got": ctx["got"]}),
             ],
         )
     )
@@ -236,22 +237,22 @@ def test_wait_for_event_timeout_gives_an_empty_result(wf, work, clock):
     assert only_run("verify").results["return"] == {"got": None}
 
 
-def test_event_before_wait_still_wakes_the_run(wf, work, clock):
+def test_event_before_wait_still_wakes_the_run(use_workflow, work, clock):
     """The awaited event lands after the run started but before its wait registers."""
-    wf(
-        w.workflow(
+    use_workflow(
+        wf.workflow(
             "late",
             on="member.joined",
             awaits={"verified": "member.confirmed"},
             steps=[
-                w.compute(
+                wf.compute(
                     "meanwhile",
                     lambda ctx: emit("member.confirmed", {"userId": "u1"}, aggregate_id="u1").id,
                 ),
-                w.wait_for_event(
-                    "got", event="verified", timeout="P1D", match=match.eq("userId", "u1")
+                wf.wait_for_event(
+                    "got", event="verified", timeout="P1D", match=wf.match.eq("userId", "u1")
                 ),
-                w.ret(lambda ctx: ctx["got"]),
+                wf.ret(lambda ctx: ctx["got"]),
             ],
         )
     )
@@ -261,20 +262,20 @@ def test_event_before_wait_still_wakes_the_run(wf, work, clock):
     assert only_run("late").results["return"] == {"userId": "u1"}
 
 
-def test_corrupt_match_expression_does_not_block_other_rows(wf, work):
-    wf(
-        w.workflow(
+def test_corrupt_match_expression_does_not_block_other_rows(use_workflow, work):
+    use_workflow(
+        wf.workflow(
             "verify",
             on="member.joined",
             awaits={"verified": "member.confirmed"},
             steps=[
-                w.wait_for_event(
+                wf.wait_for_event(
                     "got",
                     event="verified",
                     timeout="P1D",
-                    match=lambda ctx: match.eq("userId", ctx.trigger.payload["userId"]),
+                    match=lambda ctx: wf.match.eq("userId", ctx.trigger.payload["userId"]),
                 ),
-                w.ret(1),
+                wf.ret(1),
             ],
         )
     )
@@ -298,7 +299,7 @@ def test_corrupt_match_expression_does_not_block_other_rows(wf, work):
     assert status[rows["u1"].run_id] == "suspended"
 
 
-def test_retry_backoff_then_success(wf, work, clock):
+def test_retry_backoff_then_success(use_workflow, work, clock):
     calls = []
 
     def flaky(ctx):
@@ -307,13 +308,13 @@ def test_retry_backoff_then_success(wf, work, clock):
             raise ConnectionError("mail server down")
         return "ok"
 
-    wf(
-        w.workflow(
+    use_workflow(
+        wf.workflow(
             "flaky",
             on="order.placed",
             steps=[
-                w.retry("try", times=3, backoff="exponential", do=[w.compute("send", flaky)]),
-                w.ret(lambda c: c["send"]),
+                wf.retry("try", times=3, backoff="exponential", do=[wf.compute("send", flaky)]),
+                wf.ret(lambda c: c["send"]),
             ],
         )
     )
@@ -344,15 +345,15 @@ def test_retry_backoff_then_success(wf, work, clock):
     assert only_run("flaky").results["return"] == "ok"
 
 
-def test_retry_linear_and_exhausted_is_a_visible_failure(wf, work, clock):
+def test_retry_linear_and_exhausted_is_a_visible_failure(use_workflow, work, clock):
     def always(ctx):
         raise ConnectionError("down")
 
-    wf(
-        w.workflow(
+    use_workflow(
+        wf.workflow(
             "dead",
             on="order.placed",
-            steps=[w.retry("try", times=2, backoff="linear", do=[w.compute("x", always)])],
+            steps=[wf.retry("try", times=2, backoff="linear", do=[wf.compute("x", always)])],
         )
     )
     emit("order.placed", {})
@@ -371,13 +372,15 @@ def test_retry_linear_and_exhausted_is_a_visible_failure(wf, work, clock):
     }
 
 
-def test_definition_changed_between_suspend_and_resume(wf, work, clock):
-    wf(three_step())
+def test_definition_changed_between_suspend_and_resume(use_workflow, work, clock):
+    use_workflow(three_step())
     emit("order.placed", {"n": 1})
     work()
     run = only_run("three")
     # same name, different steps: a new deploy
-    wf(w.workflow("three", on="order.placed", steps=[w.wait("pause", "PT10M"), w.ret(2)]))
+    use_workflow(
+        wf.workflow("three", on="order.placed", steps=[wf.wait("pause", "PT10M"), wf.ret(2)])
+    )
     sweep_after(clock, 601)
     last = run_events(run.run_id)[-1]
     assert last.type == ev.RUN_FAILED
@@ -385,20 +388,19 @@ def test_definition_changed_between_suspend_and_resume(wf, work, clock):
     assert pending() == []
 
 
-def test_unregistered_workflow_fails_with_definition_changed(wf, work, clock):
-    from webapp.workflows.triggers import registry
+def test_unregistered_workflow_fails_with_definition_changed(use_workflow, work, clock):
 
-    wf(three_step())
+    use_workflow(three_step())
     emit("order.placed", {"n": 1})
     work()
-    registry.unregister("three")
+    wf.unregister("three")
     sweep_after(clock, 601)
     run = only_run("three")
     assert run.status == "failed" and run.reason == "workflow_definition_changed"
 
 
-def test_trigger_event_gone_fails_the_resume(wf, work, clock):
-    wf(three_step())
+def test_trigger_event_gone_fails_the_resume(use_workflow, work, clock):
+    use_workflow(three_step())
     trigger = emit("order.placed", {"n": 1})
     work()
     with db.transaction() as conn:
@@ -409,13 +411,13 @@ def test_trigger_event_gone_fails_the_resume(wf, work, clock):
     assert run.reason == "trigger_event_unavailable"
 
 
-def test_awaited_event_gone_fails_the_resume(wf, work, clock):
-    wf(
-        w.workflow(
+def test_awaited_event_gone_fails_the_resume(use_workflow, work, clock):
+    use_workflow(
+        wf.workflow(
             "verify",
             on="member.joined",
             awaits={"v": "member.confirmed"},
-            steps=[w.wait_for_event("got", event="v", timeout="P1D"), w.ret(1)],
+            steps=[wf.wait_for_event("got", event="v", timeout="P1D"), wf.ret(1)],
         )
     )
     emit("member.joined", {})
@@ -433,12 +435,11 @@ def test_awaited_event_gone_fails_the_resume(wf, work, clock):
     assert run_events(run.run_id)[-1].payload["reason"] == "awaited_event_unavailable"
 
 
-def test_settled_check_comes_before_the_definition_lookup(wf, work, clock):
+def test_settled_check_comes_before_the_definition_lookup(use_workflow, work, clock):
     """A late duplicate resume of a finished run never appends run-failed."""
     from webapp.workflows.store.tables import workflow_run_pending
-    from webapp.workflows.triggers import registry
 
-    wf(three_step())
+    use_workflow(three_step())
     emit("order.placed", {"n": 1})
     work()
     (p,) = pending()
@@ -448,7 +449,7 @@ def test_settled_check_comes_before_the_definition_lookup(wf, work, clock):
     assert run.status == "completed"
     with db.transaction() as conn:  # a stale row, as a lagging replica would show it
         conn.execute(workflow_run_pending.insert().values(**stale))
-    registry.unregister("three")
+    wf.unregister("three")
     assert continuation.resume_run("default", run.run_id, 1) == "already-resumed"
     assert types(run.run_id)[-1] == "run-completed"
 
@@ -463,8 +464,7 @@ def test_resume_run_validates_its_input(app):
     assert continuation.resume_run("default", str(uuid.uuid4()), 0) == "already-resumed"
 
 
-def test_branch_for_each_append_event_and_call(wf, work):
-    from webapp.workflows.triggers import registry
+def test_branch_for_each_append_event_and_call(use_workflow, work):
 
     seen = []
 
@@ -472,32 +472,32 @@ def test_branch_for_each_append_event_and_call(wf, work):
         seen.append(payload)
         return {"handled": payload["x"]}
 
-    registry.register_handler("test:write:note", handler)
-    wf(
-        w.workflow(
+    wf.register_handler("test:write:note", handler)
+    use_workflow(
+        wf.workflow(
             "combo",
             on="order.placed",
             steps=[
-                w.for_each(
+                wf.for_each(
                     "each",
                     over=lambda c: c.trigger.payload["items"],
                     as_="item",
-                    do=[w.compute("sq", lambda c: c["item"] ** 2)],
+                    do=[wf.compute("sq", lambda c: c["item"] ** 2)],
                 ),
-                w.branch(
+                wf.branch(
                     "big",
                     if_=lambda c: sum(c["each"]) > 10,
-                    then=[w.compute("verdict", lambda c: "big")],
-                    else_=[w.compute("verdict2", lambda c: "small")],
+                    then=[wf.compute("verdict", lambda c: "big")],
+                    else_=[wf.compute("verdict2", lambda c: "small")],
                 ),
-                w.append_event(
+                wf.append_event(
                     "note",
                     "order",
                     lambda c: c.trigger.aggregate_id,
                     "order.noted",
                     lambda c: {"sum": sum(c["each"])},
                 ),
-                w.call("handled", "test:write:note", lambda c: {"x": c["big"]}),
+                wf.call("handled", "test:write:note", lambda c: {"x": c["big"]}),
             ],
         )
     )
@@ -517,19 +517,19 @@ def test_branch_for_each_append_event_and_call(wf, work):
     assert run.results["note"]["eventId"] == noted.id
 
 
-def test_send_mail_step(wf, work, monkeypatch):
+def test_send_mail_step(use_workflow, work, monkeypatch):
     import webapp.mail
 
     sent = []
     monkeypatch.setattr(
         webapp.mail, "send", lambda to, subject, body, **k: sent.append((to, subject, body))
     )
-    wf(
-        w.workflow(
+    use_workflow(
+        wf.workflow(
             "mailer",
             on="order.placed",
             steps=[
-                w.send_mail("m", to=lambda c: c.trigger.payload["to"], subject="Hi", body="Body")
+                wf.send_mail("m", to=lambda c: c.trigger.payload["to"], subject="Hi", body="Body")
             ],
         )
     )
@@ -539,9 +539,9 @@ def test_send_mail_step(wf, work, monkeypatch):
     assert only_run("mailer").status == "completed"
 
 
-def test_wait_until_an_absolute_instant(wf, work, clock):
+def test_wait_until_an_absolute_instant(use_workflow, work, clock):
     at = clock.now() + timedelta(hours=2)
-    wf(w.workflow("abs", on="order.placed", steps=[w.wait("until", at), w.ret(1)]))
+    use_workflow(wf.workflow("abs", on="order.placed", steps=[wf.wait("until", at), wf.ret(1)]))
     emit("order.placed", {})
     work()
     (p,) = pending()
@@ -553,16 +553,16 @@ def test_wait_until_an_absolute_instant(wf, work, clock):
 def test_definition_errors():
     import pytest
 
-    with pytest.raises(w.DefinitionError, match="not a key of awaits"):
-        w.workflow("x", on="a", steps=[w.wait_for_event("s", event="nope", timeout="PT1M")])
-    with pytest.raises(w.DefinitionError, match="top-level"):
-        w.workflow("x", on="a", steps=[w.branch("b", True, [w.wait("s", "PT1M")])])
-    with pytest.raises(w.DefinitionError, match="exactly one trigger"):
-        w.workflow("x", steps=[w.ret(1)])
+    with pytest.raises(wf.DefinitionError, match="not a key of awaits"):
+        wf.workflow("x", on="a", steps=[wf.wait_for_event("s", event="nope", timeout="PT1M")])
+    with pytest.raises(wf.DefinitionError, match="top-level"):
+        wf.workflow("x", on="a", steps=[wf.branch("b", True, [wf.wait("s", "PT1M")])])
+    with pytest.raises(wf.DefinitionError, match="exactly one trigger"):
+        wf.workflow("x", steps=[wf.ret(1)])
     with pytest.raises(ValueError, match="ISO-8601"):
-        w.parse_duration("10 minutes")
-    assert w.parse_duration("PT10M") == timedelta(minutes=10)
-    assert w.parse_duration("P1DT2H") == timedelta(days=1, hours=2)
+        wf.parse_duration("10 minutes")
+    assert wf.parse_duration("PT10M") == timedelta(minutes=10)
+    assert wf.parse_duration("P1DT2H") == timedelta(days=1, hours=2)
 
 
 def one(ctx):
@@ -570,7 +570,7 @@ def one(ctx):
 
 
 def make(fn):
-    return w.workflow("fp", on="a", steps=[w.compute("c", fn)])
+    return wf.workflow("fp", on="a", steps=[wf.compute("c", fn)])
 
 
 def test_fingerprint_covers_function_source():
@@ -582,5 +582,5 @@ def test_fingerprint_covers_function_source():
     assert a.fingerprint == c.fingerprint
     assert len(a.fingerprint) == 64
     assert (
-        make(one).fingerprint != w.workflow("fp", on="b", steps=[w.compute("c", one)]).fingerprint
+        make(one).fingerprint != wf.workflow("fp", on="b", steps=[wf.compute("c", one)]).fingerprint
     )

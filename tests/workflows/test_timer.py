@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import webapp.workflows as wf
 from tests.workflows.conftest import emit, only_run
 from webapp import db
-from webapp.workflows.definition import builders as w
 from webapp.workflows.dispatch import signals as timers
 from webapp.workflows.dispatch import timer_loop as timer
 from webapp.workflows.engine import heartbeat as leases
@@ -19,8 +19,8 @@ def _now_ms(clock) -> int:
     return timers.to_ms(clock.now())
 
 
-def test_a_wait_fires_when_due_and_only_once(wf, work, clock, redis):
-    wf(w.workflow("timed", on="timed.go", steps=[w.wait("nap", "PT5S"), w.ret(1)]))
+def test_a_wait_fires_when_due_and_only_once(use_workflow, work, clock, redis):
+    use_workflow(wf.workflow("timed", on="timed.go", steps=[wf.wait("nap", "PT5S"), wf.ret(1)]))
     emit("timed.go", {})
     work()
     run = only_run("timed")
@@ -43,8 +43,10 @@ def test_next_sleep_is_until_the_earliest_wake_up(app, clock, redis):
     assert timer.next_sleep(redis, _now_ms(clock), cap=0.1) == 0.1
 
 
-def test_a_run_whose_lease_ran_out_is_found_for_re_dispatch(wf, work, clock):
-    wf(w.workflow("leased", on="leased.go", steps=[w.compute("c", lambda c: 1), w.ret(1)]))
+def test_a_run_whose_lease_ran_out_is_found_for_re_dispatch(use_workflow, work, clock):
+    use_workflow(
+        wf.workflow("leased", on="leased.go", steps=[wf.compute("c", lambda c: 1), wf.ret(1)])
+    )
     emit("leased.go", {})
     work()
     run = only_run("leased")
