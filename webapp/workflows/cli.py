@@ -9,6 +9,7 @@ from flask.cli import AppGroup
 
 from webapp import actors, db
 from webapp.workflows import operations as ops
+from webapp.workflows.store.run_events import RunStatus
 
 workflows_cli = AppGroup("workflows", help="Workflow runs: list, inspect, cancel, retry.")
 
@@ -19,7 +20,7 @@ def _ts(value: object) -> str:
 
 @workflows_cli.command("runs")
 @click.option(
-    "--status", type=click.Choice(["running", "suspended", "completed", "failed", "cancelled"])
+    "--status", type=click.Choice([s.value for s in RunStatus])
 )
 @click.option("--workflow", "workflow_name")
 @click.option("--limit", default=200, show_default=True)
