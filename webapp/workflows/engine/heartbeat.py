@@ -5,6 +5,11 @@ stops renewing: within `LEASE` the lease has expired and the timer
 (`webapp.workflows.dispatch.timer_loop`, in every worker) re-dispatches the run from its
 last committed step.
 
+`heartbeat(...)` blocks nest: a drain holds the leases of its whole batch
+while each run's own loop (`run_loop`) holds its lease again. Blocks are
+counted per (tenant, run, token), so a lease stays renewed until the last block
+holding it has exited, not only until the innermost one has.
+
 One daemon thread per process renews every lease held here; `stop()` ends and
 joins it (the next `heartbeat` block starts a fresh one), `beat_now()` has it
 renew at once and waits for that renewal. The SQL is `store.leases.renew`."""
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -25,7 +31,9 @@ log = logging.getLogger("webapp.workflows")
 LEASE = timedelta(seconds=6)
 BEATS_PER_LEASE = 3  # a lease is renewed this often within its length
 
-_held: dict[tuple[str, str], str] = {}  # (tenant, run) -> token, in this process
+Key = tuple[str, str, str]  # (tenant, run, token)
+
+_held: Counter[Key] = Counter()  # open heartbeat blocks per lease, in this process
 _cond = threading.Condition()  # guards _held and _beater, and signals beats
 
 
@@ -58,7 +66,7 @@ class _Beater:
                 self.begun += 1
                 number = self.begun
                 by_tenant: dict[str, list[tuple[str, str]]] = {}
-                for (tenant_id, run_id), token in _held.items():
+                for tenant_id, run_id, token in _held:
                     by_tenant.setdefault(tenant_id, []).append((run_id, token))
             _renew(by_tenant)
             with _cond:
@@ -80,8 +88,8 @@ def _renew(by_tenant: dict[str, list[tuple[str, str]]]) -> None:
 @contextmanager
 def heartbeat(tenant_id: str, held: Sequence[tuple[str, str]]) -> Iterator[None]:
     """Keep the leases ((run_id, token) pairs) renewed while the block runs,
-    each third of LEASE."""
-    keys = [((tenant_id, run_id), token) for run_id, token in held]
+    each third of LEASE, and while any other block holding them runs."""
+    keys = [(tenant_id, run_id, token) for run_id, token in held]
     with _cond:
         _held.update(keys)
         if keys:
@@ -90,15 +98,16 @@ def heartbeat(tenant_id: str, held: Sequence[tuple[str, str]]) -> Iterator[None]
         yield
     finally:
         with _cond:
-            for key, token in keys:
-                if _held.get(key) == token:
+            _held.subtract(keys)
+            for key in set(keys):
+                if _held[key] <= 0:
                     del _held[key]
 
 
-def held_leases() -> frozenset[tuple[str, str, str]]:
-    """The leases this process renews now: (tenant, run, token)."""
+def held_leases() -> frozenset[Key]:
+    """The leases this process renews now."""
     with _cond:
-        return frozenset((t, r, token) for (t, r), token in _held.items())
+        return frozenset(_held)
 
 
 def _start() -> None:
