@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy import update
 
 from webapp import db
+from webapp.workflows.store.run_events import RunStatus
 from webapp.workflows.store.tables import workflow_runs
 
 
@@ -26,7 +27,7 @@ def renew(tenant_id: str, held: Sequence[tuple[str, str]], until: datetime) -> i
                     workflow_runs.c.tenant_id == tenant_id,
                     workflow_runs.c.run_id.in_(sorted({r for r, _ in held})),
                     workflow_runs.c.lease_token.in_(sorted({t for _, t in held})),
-                    workflow_runs.c.status == "running",
+                    workflow_runs.c.status == RunStatus.RUNNING,
                 )
                 .values(lease_until=until)
             ).rowcount
