@@ -16,7 +16,7 @@ from sqlalchemy import select
 from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register, user_row
 from tests.mailserver import PrivateRedis, SmtpServer
 from webapp import db
-from webapp.accounts.erase_job import erase_accounts
+from webapp.accounts.erase_accounts import erase_accounts
 from webapp.mail.outbox.jobs import sweep_outbox
 from webapp.mail.outbox.tables import mail_outbox
 

@@ -70,7 +70,7 @@ def test_a_single_conflict_is_retried_and_the_change_is_made(
     client: FlaskClient, user: Any
 ) -> None:
     catch_up = _CatchUp(user.id, user.version)
-    logger = logging.getLogger("webapp.accounts.commands")
+    logger = logging.getLogger("webapp.accounts.result")
     logger.addHandler(catch_up)
     _set_version(user.id, user.version - 1)
     try:

@@ -19,7 +19,7 @@ from tests.accounts.conftest import (
     register,
     user_row,
 )
-from webapp.accounts.erase_job import erase_accounts
+from webapp.accounts.erase_accounts import erase_accounts
 from webapp.config import Config, ConfigError
 
 

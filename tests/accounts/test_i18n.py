@@ -50,7 +50,21 @@ def _catalog(lang: str) -> dict[str, str]:
 
 
 # Where outcome keys are written as plain strings (not inside gettext calls).
-COMMAND_MODULES = ("commands", "auth", "profile_commands", "links", "emails", "passwords")
+COMMAND_MODULES = (
+    "account",
+    "result",
+    "credentials",
+    "registration",
+    "change_email",
+    "change_password",
+    "reset",
+    "signins",
+    "language",
+    "deletion",
+    "restriction",
+    "addresses",
+    "passwords",
+)
 
 
 def _used_keys() -> set[str]:

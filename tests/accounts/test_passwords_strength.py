@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.accounts.conftest import PASSWORD, post, register, user_row
-from webapp.accounts import commands
+from webapp.accounts import credentials
 
 WEAK = {
     "aaaaaaaaaaaaaaa": "it repeats characters or words",
@@ -84,11 +84,11 @@ def _token(client: Any) -> str:
 
 def test_check_new_password_is_the_one_rule_for_every_new_password(app: Any, user: Any) -> None:
     """The reset flow calls this with the stored hash (it knows no current password)."""
-    same = commands.check_new_password(user.email, PASSWORD, user.password_hash)
+    same = credentials.check_new_password(user.email, PASSWORD, user.password_hash)
     assert same is not None and same.key == "password.errors.sameAsCurrent"
-    weak = commands.check_new_password(user.email, "passwordpassword", field="password")
+    weak = credentials.check_new_password(user.email, "passwordpassword", field="password")
     assert weak is not None and weak.key == "password.errors.weakRepeat"
     assert weak.field == "password"
-    mail = commands.check_new_password(user.email, "ada@example.com", user.password_hash)
+    mail = credentials.check_new_password(user.email, "ada@example.com", user.password_hash)
     assert mail is not None and mail.key == "password.errors.sameAsEmail"
-    assert commands.check_new_password(user.email, "mauve kettle drift", user.password_hash) is None
+    assert credentials.check_new_password(user.email, "mauve kettle drift", user.password_hash) is None

@@ -10,7 +10,7 @@ from babel.dates import format_date
 
 from tests.accounts.conftest import PASSWORD, csrf_token, link_in, login, mails, user_row
 from tests.privacy.conftest import ppost
-from webapp.accounts import erasure
+from webapp.accounts import erase_accounts
 
 NEUTRAL = "If an account exists for that address, we have sent a confirmation link."
 INVALID = "This link is invalid or has expired."
@@ -125,5 +125,5 @@ def test_erasure_after_a_link_deletion(app: Any, user: Any, work: Any, clock: An
     work()
     _confirm(anonymous, _links(app, "ada@example.com")[0])
     clock.advance(timedelta(days=14, seconds=1))
-    assert erasure.erase_due("default", clock.now()) == 1
+    assert erase_accounts.erase_due("default", clock.now()) == 1
     assert user_row("ada@example.com") is None

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from tests.accounts.conftest import PASSWORD, body, link_in, login, mails, register, user_row
 from tests.privacy.conftest import fetch, htmx_get, ppost, unzip
 from webapp import db
-from webapp.accounts import erasure
+from webapp.accounts import erase_accounts
 from webapp.privacy import exports
 from webapp.privacy.jobs import clean_files, fail_stale
 from webapp.privacy.tables import export_download_attempts, export_jobs
@@ -216,7 +216,7 @@ def test_erasure_after_the_grace_period_removes_export_files(
     assert len(list(_folder(app).glob("*.zip"))) == 1
     ppost(client, "/privacy/delete", current_password=PASSWORD)
     clock.advance(timedelta(days=15))
-    assert erasure.erase_due("default", clock.now()) == 1
+    assert erase_accounts.erase_due("default", clock.now()) == 1
     assert list(_folder(app).glob("*")) == []
     with db.reading() as conn:
         assert list(conn.execute(select(export_download_attempts))) == []

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from tests.accounts.conftest import PASSWORD, login, mails, post, user_row
 from tests.privacy.conftest import ppost
 from webapp import db
-from webapp.accounts import profile_commands
+from webapp.accounts import deletion
 from webapp.accounts.users import stream_of
 from webapp.eventstore import read_stream
 from webapp.mail.outbox.tables import mail_outbox
@@ -102,7 +102,7 @@ def test_restriction_and_deletion_exclude_each_other(client: Any, user: Any) -> 
 
 def test_while_restricted_a_deletion_request_is_refused(client: Any, user: Any) -> None:
     ppost(client, "/privacy/restrict", current_password=PASSWORD)
-    outcome = profile_commands.request_deletion(user_row("ada@example.com"), PASSWORD)
+    outcome = deletion.request_deletion(user_row("ada@example.com"), PASSWORD)
     assert not outcome.ok and outcome.key == "privacy.delete.restricted"
     assert user_row("ada@example.com").status == "restricted"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from webapp import db
 from webapp.accounts import events as ev
-from webapp.accounts import mails, users
+from webapp.accounts import registration, users
 from webapp.workflows import api as wf
 from webapp.workflows import match, registry
 
@@ -40,8 +40,11 @@ def send_reminder(ctx: Any) -> str:
     if _current_user(ctx) is None:
         return "skipped"
     with db.transaction() as conn:
-        recorded = mails.record_verification(
-            conn, ctx.trigger.tenant_id, ctx.trigger.aggregate_id, mails.VERIFICATION_REMINDER
+        recorded = registration.record_verification(
+            conn,
+            ctx.trigger.tenant_id,
+            ctx.trigger.aggregate_id,
+            registration.VERIFICATION_REMINDER,
         )
     return "recorded" if recorded else "already recorded"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from wtforms import PasswordField, StringField
 
+from webapp import danger_zone
 from webapp.accounts.forms import email_problem
 from webapp.forms import Form, check, required
-from webapp.profile import forms as profile_forms
 
 
 class ExportForm(Form):
@@ -33,8 +33,8 @@ class DeleteLinkForm(Form):
 
 
 def blank(section: str, deletion_requested: bool = False) -> Form:
-    if section == "danger":  # the profile's danger zone, reused as it is
-        return profile_forms.blank(section, deletion_requested)
+    if section == danger_zone.SECTION:  # the danger zone the profile shows too
+        return danger_zone.blank(deletion_requested)
     forms: dict[str, type[Form]] = {
         "export": ExportForm,
         "activity": ActivityForm,

@@ -1,0 +1,58 @@
+"""The danger zone, *Delete account* / *Cancel deletion*: one section shown on
+two screens (the profile and the privacy center), with one template
+(`_danger_zone.html`), these forms and these two answers, given on whichever
+`Screen` it was submitted to. The rules are the account's (accounts/deletion.py).
+"""
+
+from __future__ import annotations
+
+from flask import Response, request
+from flask_login import current_user
+from wtforms import PasswordField
+
+from webapp import sections
+from webapp.accounts import deletion
+from webapp.accounts.result import Result
+from webapp.accounts.session import refresh_session, signed_in_user
+from webapp.forms import Form, required
+from webapp.sections import Screen
+
+SECTION = "danger"
+
+
+class DeleteForm(Form):
+    id_prefix = "profile-delete"
+    current_password = PasswordField(
+        validators=[required("profile.errors.currentPasswordRequired")]
+    )
+
+
+class CancelDeletionForm(Form):
+    """No fields: its errors concern the whole form."""
+
+    id_prefix = "profile-cancel-deletion"
+
+
+def blank(deletion_requested: bool) -> Form:
+    return CancelDeletionForm() if deletion_requested else DeleteForm()
+
+
+def request_deletion(screen: Screen) -> Response:
+    """*Delete account*, answered on `screen`."""
+    if signed_in_user().deletion_requested:  # a second tab: the section now offers Cancel
+        refused = Result.error("profile.danger.alreadyRequested")
+        return sections.result_response(screen, SECTION, refused)
+    form = DeleteForm(request.form)
+    if not form.validate():
+        return sections.rejected(screen, SECTION, form)
+    if not sections.password_check_allowed():
+        return sections.limited(screen, SECTION, form)
+    result = deletion.request_deletion(current_user, form.current_password.data)
+    if result.ok and result.session_token:
+        refresh_session(sections.reread())  # every other session ends; this one stays to cancel
+    return sections.result_response(screen, SECTION, result, form)
+
+
+def cancel_deletion(screen: Screen) -> Response:
+    """*Cancel deletion*, answered on `screen`."""
+    return sections.result_response(screen, SECTION, deletion.cancel_deletion(current_user))
