@@ -6,7 +6,7 @@ empty form. A `View` is what one answer renders: the user, the answered section
 with its form or success message, and out-of-band fragments. The answers every
 section gives: `result_response` (a command's `Result`), `rejected` (422 with
 every error at once), `limited` (429), and `on_unexpected_error` (a bug or an
-outage: the section says so). `no_store` marks a blueprint's answers uncacheable.
+outage: the section says so). Answers are never stored (`pages.no_store`).
 """
 
 from __future__ import annotations
@@ -124,23 +124,6 @@ def rejected(screen: Screen, section: str, form: Form) -> Response:
         if not check_password(signed_in_user(), current.data):
             form.add_error("current_password", gettext(INVALID_CREDENTIALS))
     return screen.respond(screen.view(signed_in_user(), section, form), 422)
-
-
-def htmx_redirect(target: str) -> Response:
-    """An htmx answer that sends the browser to `target` (a page load)."""
-    resp = make_response("", 200)
-    resp.headers["HX-Redirect"] = target
-    resp.vary.add("HX-Request")
-    return resp
-
-
-def no_store(bp: Blueprint) -> None:
-    """Every answer of `bp` is personal: never kept by a browser or a proxy."""
-
-    @bp.after_request
-    def _no_store(resp: Response) -> Response:
-        resp.headers["Cache-Control"] = "no-store"
-        return resp
 
 
 def on_unexpected_error(

@@ -91,4 +91,6 @@ def test_check_new_password_is_the_one_rule_for_every_new_password(app: Any, use
     assert weak.field == "password"
     mail = credentials.check_new_password(user.email, "ada@example.com", user.password_hash)
     assert mail is not None and mail.key == "password.errors.sameAsEmail"
-    assert credentials.check_new_password(user.email, "mauve kettle drift", user.password_hash) is None
+    assert (
+        credentials.check_new_password(user.email, "mauve kettle drift", user.password_hash) is None
+    )

@@ -22,11 +22,13 @@ from flask_babel import gettext
 from flask_login import current_user, logout_user
 
 from webapp import forms as forms_core
+from webapp import pages
 from webapp.accounts import addresses, ratelimit, reset
 from webapp.accounts.forms import ResetPasswordForm, ResetRequestForm
 from webapp.accounts.result import Result
 
 bp = Blueprint("reset", __name__)
+pages.no_store(bp, no_referrer=True)  # the token is in the URL
 
 
 def _render(name: str, code: int = 200, success: str | None = None, **ctx: object) -> Response:
@@ -102,18 +104,8 @@ def set_password(token: str) -> Response:
     flash(outcome.key)
     target = url_for("accounts.login")
     if forms_core.is_fragment():
-        resp = make_response("", 200)
-        resp.headers["HX-Redirect"] = target
-        resp.vary.add("HX-Request")
-        return resp
+        return pages.htmx_redirect(target)
     return redirect(target, 303)  # type: ignore[return-value]
-
-
-@bp.after_request
-def _no_store(resp: Response) -> Response:
-    resp.headers["Cache-Control"] = "no-store"
-    resp.headers["Referrer-Policy"] = "no-referrer"  # the token is in the URL
-    return resp
 
 
 def init_app(app: Flask) -> None:

@@ -16,12 +16,14 @@ from flask import (
 from flask_babel import gettext
 from flask_login import current_user
 
+from webapp import pages
 from webapp.accounts import addresses, change_email, i18n, ratelimit, registration, signins
 from webapp.accounts.forms import LoginForm, RegisterForm, ResetPasswordForm
 from webapp.accounts.result import Result
 from webapp.accounts.session import safe_next, sign_in, sign_out
 
 bp = Blueprint("accounts", __name__)
+pages.no_store(bp)
 
 
 def page(template: str, code: int = 200, **ctx: object) -> Response:
@@ -124,12 +126,6 @@ def revert(token: str) -> Response:
         done=True,
         reset_form=ResetPasswordForm(),  # the offer to set a new password
     )
-
-
-@bp.after_request
-def _no_store(resp: Response) -> Response:
-    resp.headers["Cache-Control"] = "no-store"
-    return resp
 
 
 def init_app(app: Flask) -> None:

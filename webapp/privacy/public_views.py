@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, make_response, render_template, request
 from flask_babel import format_date, gettext
 
-from webapp import db
+from webapp import db, pages
 from webapp.accounts import deletion, ratelimit
 from webapp.privacy import downloads
 from webapp.privacy.export_workflow import folder
@@ -15,6 +15,7 @@ from webapp.privacy.views import export_file, not_available
 from webapp.tenants import DEFAULT_TENANT
 
 bp = Blueprint("privacy_public", __name__)
+pages.no_store(bp, no_referrer=True)  # the path carries a token
 
 
 @bp.get("/privacy/download/<token>")
@@ -82,10 +83,3 @@ def delete_account_confirm(token: str) -> Response:
 
 def _page(template: str, status: int = 200, **ctx: object) -> Response:
     return make_response(render_template(template, **ctx), status)
-
-
-@bp.after_request
-def _no_store(resp: Response) -> Response:
-    resp.headers["Cache-Control"] = "no-store"
-    resp.headers["Referrer-Policy"] = "no-referrer"  # the path carries a token
-    return resp

@@ -35,7 +35,7 @@ from webapp.privacy.export_workflow import folder
 from webapp.sections import Screen, View
 
 bp = Blueprint("privacy", __name__, url_prefix="/privacy")
-sections.no_store(bp)
+pages.no_store(bp)
 
 
 def _danger() -> dict[str, str]:
@@ -197,7 +197,7 @@ def restrict() -> Response:
     flash(restriction.RESTRICTED_TEXT)
     target = url_for("accounts.login")
     if forms_core.is_fragment():
-        return sections.htmx_redirect(target)
+        return pages.htmx_redirect(target)
     return redirect(target)  # type: ignore[return-value]
 
 

@@ -35,7 +35,7 @@ from webapp.render_cache import RenderCache
 from webapp.sections import Screen, View
 
 bp = Blueprint("profile", __name__, url_prefix="/profile")
-sections.no_store(bp)
+pages.no_store(bp)
 
 SECTIONS = ("account", "password", "email", "danger")
 
