@@ -1,4 +1,4 @@
-"""Finding 13: one account per address. An IDN domain in Unicode and in `xn--`
+"""One account per address. An IDN domain in Unicode and in `xn--`
 form is one address; local parts that mix scripts or use look-alike
 compatibility forms are refused with a clear message."""
 
@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register, user_row
+from tests.support.accounts import PASSWORD, login, register, user_row
+from tests.support.web import csrf_token, post
 from webapp import db
 from webapp.accounts import addresses
 from webapp.accounts.tables import users

@@ -1,4 +1,4 @@
-"""Finding 7: a command that meets a concurrent change to the same account is
+"""A command that meets a concurrent change to the same account is
 retried once on fresh state, else answered 409 with a banner; never 500."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import update
 
-from tests.accounts.conftest import PASSWORD, csrf_token, post, user_row
+from tests.support.accounts import PASSWORD, user_row
+from tests.support.web import csrf_token, post
 from webapp import db
 from webapp.accounts.tables import users
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from argon2 import extract_parameters
 
-from tests.accounts.conftest import PASSWORD, login, register, user_row
+from tests.support.accounts import PASSWORD, login, register, user_row
 from webapp.accounts import addresses, crypto, passwords
 
 

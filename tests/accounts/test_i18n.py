@@ -9,11 +9,12 @@ from typing import Any
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 
-from tests.accounts.conftest import body, mails, register
+from tests.support.accounts import body, mails, register
 from webapp.config import ROOT
 
 TRANSLATIONS = ROOT / "webapp" / "translations"
-SEED_KEYS = [
+# Keys other code and the browser tests rely on: they stay the message ids.
+STABLE_KEYS = [
     "profile.title",
     *(
         f"profile.email.{k}"
@@ -83,11 +84,11 @@ def _used_keys() -> set[str]:
     return keys
 
 
-def test_both_catalogs_are_complete_and_the_seed_keys_are_the_ids() -> None:
+def test_both_catalogs_are_complete_and_the_stable_keys_are_the_ids() -> None:
     en, de = _catalog("en"), _catalog("de")
     assert set(en) == set(de)
     assert all(en.values()) and all(de.values())
-    assert set(SEED_KEYS) <= set(en)
+    assert set(STABLE_KEYS) <= set(en)
     missing = {k for k in _used_keys() if k not in en and not k.endswith(".")}
     assert not missing, missing
     for key in en:  # placeholders agree
@@ -114,7 +115,7 @@ def test_accept_language_picks_german(client: Any) -> None:
 
 def test_mail_goes_out_in_the_language_of_registration(app: Any, client: Any, work: Any) -> None:
     client.get("/register", headers={"Accept-Language": "de"})
-    from tests.accounts.conftest import csrf_token
+    from tests.support.web import csrf_token
 
     token = csrf_token(client, "/register")
     client.post(

@@ -1,4 +1,4 @@
-"""Finding 9: weak passwords are refused with a reason, on sign-up and on change,
+"""Weak passwords are refused with a reason, on sign-up and on change,
 and the new password may not be the current one."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.accounts.conftest import PASSWORD, post, register, user_row
+from tests.support.accounts import PASSWORD, register, user_row
+from tests.support.web import post
 from webapp.accounts import credentials
 
 WEAK = {
@@ -77,7 +78,7 @@ def test_the_reason_is_german_for_a_german_page(client: Any) -> None:
 
 
 def _token(client: Any) -> str:
-    from tests.accounts.conftest import csrf_token
+    from tests.support.web import csrf_token
 
     return csrf_token(client, "/register")
 

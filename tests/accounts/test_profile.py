@@ -6,16 +6,8 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from tests.accounts.conftest import (
-    NEW_PASSWORD,
-    PASSWORD,
-    body,
-    login,
-    mails,
-    post,
-    register,
-    user_row,
-)
+from tests.support.accounts import NEW_PASSWORD, PASSWORD, body, login, mails, register, user_row
+from tests.support.web import post
 
 
 def _section(html: str, testid: str) -> str:

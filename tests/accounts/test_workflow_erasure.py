@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from tests.accounts.conftest import register, user_row
+from tests.support.accounts import register, user_row
 from webapp import db
 from webapp.accounts import erase_accounts
 from webapp.workflows.tables import workflow_runs

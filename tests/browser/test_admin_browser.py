@@ -13,9 +13,9 @@ from playwright.sync_api import expect
 from redis import Redis
 from rq_scheduler import Scheduler
 
-from tests.admin.conftest import make_admin
 from tests.browser import flows
 from tests.helpers import append_one, projection
+from tests.support.accounts import make_admin
 from tests.workflows.conftest import emit, only_run, wf  # noqa: F401
 from webapp.config import ROOT
 from webapp.eventstore import projections

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import PASSWORD, user_row
 from tests.browser import flows
 from tests.browser.flows import section
+from tests.support.accounts import PASSWORD, user_row
 from webapp.accounts import language
 
 pytestmark = pytest.mark.browser
