@@ -6,15 +6,14 @@ two screens (the profile and the privacy center), with one template
 
 from __future__ import annotations
 
-from flask import Response, request
-from flask_login import current_user
-from wtforms import PasswordField
+from flask import Blueprint, Response, request
+from flask_login import current_user, login_required
 
 from webapp import sections
 from webapp.accounts import deletion
 from webapp.accounts.result import Result
 from webapp.accounts.session import refresh_session, signed_in_user
-from webapp.forms import Form, required
+from webapp.forms import Form, current_password
 from webapp.sections import Screen
 
 SECTION = "danger"
@@ -22,9 +21,7 @@ SECTION = "danger"
 
 class DeleteForm(Form):
     id_prefix = "profile-delete"
-    current_password = PasswordField(
-        validators=[required("profile.errors.currentPasswordRequired")]
-    )
+    current_password = current_password()
 
 
 class CancelDeletionForm(Form):
@@ -56,3 +53,17 @@ def request_deletion(screen: Screen) -> Response:
 def cancel_deletion(screen: Screen) -> Response:
     """*Cancel deletion*, answered on `screen`."""
     return sections.result_response(screen, SECTION, deletion.cancel_deletion(current_user))
+
+
+def add_routes(bp: Blueprint, screen: Screen) -> None:
+    """`POST <bp>/delete` and `<bp>/cancel-deletion` (endpoints `delete`,
+    `cancel_deletion`), signed in, answered on `screen`."""
+    bp.add_url_rule(
+        "/delete", "delete", login_required(lambda: request_deletion(screen)), methods=["POST"]
+    )
+    bp.add_url_rule(
+        "/cancel-deletion",
+        "cancel_deletion",
+        login_required(lambda: cancel_deletion(screen)),
+        methods=["POST"],
+    )

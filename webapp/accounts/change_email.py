@@ -158,10 +158,9 @@ def record_email_changed_notice(
         conn,
         user,
         EMAIL_CHANGED,
-        "mail.emailChanged.subject",
-        "mail.emailChanged.body",
+        "mail.emailChanged",
+        f"/email-change/revert/{revert_token(user.id, version)}",
         to=_previous(conn, change),
-        link=f"{notices.base_url()}/email-change/revert/{revert_token(user.id, version)}",
     )
 
 

@@ -8,13 +8,11 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts import notices, passwords, signins
-from webapp.accounts.account import Account, Refusal
 from webapp.accounts.credentials import check_new_password, check_password, hasher
-from webapp.accounts.result import INVALID_CREDENTIALS, Result, retry_on_conflict
-from webapp.accounts.stream import RowChange, append_to, fresh, unsealed
+from webapp.accounts.result import INVALID_CREDENTIALS, Result
+from webapp.accounts.stream import RowChange, change, unsealed
 from webapp.accounts.users import User
 from webapp.eventstore import Event
 
@@ -32,18 +30,12 @@ def change_password(user: User, current: str, new: str) -> Result:
     new_hash = passwords.hash_password(hasher(), new)
     token = secrets.token_urlsafe(24)
 
-    def attempt() -> Result:
-        with db.transaction() as conn:
-            row = fresh(conn, user)
-            decision = Account(row).change_password(new_hash, token)
-            if isinstance(decision, Refusal):
-                return Result.refused(decision)
-            append_to(conn, row, decision)
-            signins.end_others(conn, row, keep=user.sign_in)
-            record_password_changed(conn, row.tenant_id, row.id)
-        return Result(True, "profile.password.success", session_token=token)
+    def then(conn: Connection, row: User) -> None:
+        signins.end_others(conn, row, keep=user.sign_in)
+        record_password_changed(conn, row.tenant_id, row.id)
 
-    return retry_on_conflict(attempt)
+    success = Result(True, "profile.password.success", session_token=token)
+    return change(user, lambda account: account.change_password(new_hash, token), success, then)
 
 
 def record_password_changed(conn: Connection, tenant_id: str, user_id: str) -> None:
@@ -52,9 +44,8 @@ def record_password_changed(conn: Connection, tenant_id: str, user_id: str) -> N
         conn,
         notices.user_of(conn, tenant_id, user_id),
         PASSWORD_CHANGED,
-        "mail.passwordChanged.subject",
-        "mail.passwordChanged.body",
-        link=f"{notices.base_url()}/reset-password",
+        "mail.passwordChanged",
+        "/reset-password",
     )
 
 

@@ -27,7 +27,7 @@ from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.credentials import check_password, config
 from webapp.accounts.result import INVALID_CREDENTIALS, Result, retry_on_conflict
-from webapp.accounts.stream import RowChange, append_to, fresh, unsealed
+from webapp.accounts.stream import RowChange, append_to, change, unsealed
 from webapp.accounts.users import User, find_by_email, get_user, stream_of
 from webapp.eventstore import Event, read_stream
 
@@ -54,32 +54,21 @@ def request_deletion(user: User, password: str) -> Result:
         return Result.error(INVALID_CREDENTIALS, "current_password")
     due, token = _due(), secrets.token_urlsafe(24)
 
-    def attempt() -> Result:
-        with db.transaction() as conn:
-            row = fresh(conn, user)
-            decision = Account(row).request_deletion(due, token)
-            if isinstance(decision, Refusal):
-                return Result.refused(decision)
-            append_to(conn, row, decision)
-            signins.end_others(conn, row, keep=user.sign_in)
-            record_deletion_requested(conn, row.tenant_id, row.id)
-        return Result(True, "profile.danger.requested", {"due_at": due}, session_token=token)
+    def then(conn: Connection, row: User) -> None:
+        signins.end_others(conn, row, keep=user.sign_in)
+        record_deletion_requested(conn, row.tenant_id, row.id)
 
-    return retry_on_conflict(attempt)
+    success = Result(True, "profile.danger.requested", {"due_at": due}, session_token=token)
+    return change(user, lambda account: account.request_deletion(due, token), success, then)
 
 
 def cancel_deletion(user: User) -> Result:
-    def attempt() -> Result:
-        with db.transaction() as conn:
-            row = fresh(conn, user)
-            decision = Account(row).cancel_deletion(clock.now())
-            if isinstance(decision, Refusal):
-                return Result.refused(decision)
-            append_to(conn, row, decision)
-            record_deletion_cancelled(conn, row.tenant_id, row.id)
-        return Result(True, "profile.danger.cancelSuccess")
-
-    return retry_on_conflict(attempt)
+    return change(
+        user,
+        lambda account: account.cancel_deletion(clock.now()),
+        Result(True, "profile.danger.cancelSuccess"),
+        lambda conn, row: record_deletion_cancelled(conn, row.tenant_id, row.id),
+    )
 
 
 # --- signed out: the link by mail ------------------------------------------------------
@@ -159,15 +148,7 @@ def record_deletion_requested(conn: Connection, tenant_id: str, user_id: str) ->
         return
     with force_locale(user.language or "en"):
         date = format_date(user.deletion_due_at, format="long")
-    notices.record(
-        conn,
-        user,
-        DELETION_REQUESTED,
-        "mail.deletionRequested.subject",
-        "mail.deletionRequested.body",
-        date=date,
-        link=f"{notices.base_url()}/profile",
-    )
+    notices.record(conn, user, DELETION_REQUESTED, "mail.deletionRequested", "/profile", date=date)
 
 
 def record_deletion_cancelled(conn: Connection, tenant_id: str, user_id: str) -> None:
@@ -175,9 +156,8 @@ def record_deletion_cancelled(conn: Connection, tenant_id: str, user_id: str) ->
         conn,
         notices.user_of(conn, tenant_id, user_id),
         DELETION_CANCELLED,
-        "mail.deletionCancelled.subject",
-        "mail.deletionCancelled.body",
-        link=f"{notices.base_url()}/reset-password",
+        "mail.deletionCancelled",
+        "/reset-password",
     )
 
 
@@ -186,9 +166,8 @@ def record_deletion_link(conn: Connection, user: User, token: str) -> None:
         conn,
         user,
         DELETION_LINK,
-        "privacy.mail.deletionLink.subject",
-        "privacy.mail.deletionLink.body",
-        link=f"{notices.base_url()}/delete-account/{token}",
+        "privacy.mail.deletionLink",
+        f"/delete-account/{token}",
     )
 
 

@@ -43,22 +43,28 @@ def record(
     conn: Connection,
     user: User,
     kind: str,
-    subject_key: str,
-    body_key: str,
+    keys: str,
+    path: str | None = None,
+    *,
     to: str | None = None,
     dedupe_key: str | None = None,
+    body: str | None = None,
     **params: object,
 ) -> int | None:
-    """Record one mail of `kind` to `to` (default: the user's address); None when
-    nothing was recorded (restricted, or `dedupe_key` seen before)."""
+    """Record one mail of `kind` (its outbox kind) to `to` (default: the user's
+    address): subject `<keys>.subject`, body `<keys>.body` (or `body`), with the
+    link to `path` on this site. None when nothing was recorded (restricted, or
+    `dedupe_key` seen before)."""
     if not Account(user).accepts_mail(kind):
         return None
+    if path is not None:
+        params["link"] = base_url() + path
     with force_locale(user.language or "en"):
-        subject = gettext(subject_key)
-        body = gettext(body_key, **params)  # type: ignore[arg-type]
+        subject = gettext(f"{keys}.subject")
+        text = gettext(body or f"{keys}.body", **params)  # type: ignore[arg-type]
     return outbox.record(
         conn,
-        outbox.Mail(to or user.email, subject, body),
+        outbox.Mail(to or user.email, subject, text),
         tenant_id=user.tenant_id,
         user_id=user.id,
         kind=kind,

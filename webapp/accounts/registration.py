@@ -156,10 +156,10 @@ def record_verification(
         conn,
         user,
         kind,
-        "mail.verify.subject",
-        "mail.verify.reminderBody" if reminder else "mail.verify.body",
+        "mail.verify",
+        f"/verify-email/{verification_token(user)}",
         dedupe_key=f"reminder:{user.id}:{address_version(conn, user)}" if reminder else None,
-        link=f"{notices.base_url()}/verify-email/{verification_token(user)}",
+        body="mail.verify.reminderBody" if reminder else "mail.verify.body",
     )
 
 
@@ -167,14 +167,7 @@ def record_registration_attempt(conn: Connection, tenant_id: str, user_id: str) 
     user = notices.user_of(conn, tenant_id, user_id)
     if notices.limit_reached(conn, user, REGISTRATION_ATTEMPT):
         return  # the owner has heard about it lately; nobody floods their inbox
-    notices.record(
-        conn,
-        user,
-        REGISTRATION_ATTEMPT,
-        "mail.registerAttempt.subject",
-        "mail.registerAttempt.body",
-        link=f"{notices.base_url()}/login",
-    )
+    notices.record(conn, user, REGISTRATION_ATTEMPT, "mail.registerAttempt", "/login")
 
 
 # --- the `users` row (written by projection.py) -------------------------------------

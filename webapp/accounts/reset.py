@@ -139,14 +139,7 @@ def check(conn: Connection, token: str) -> User:
 
 # --- mails -----------------------------------------------------------------------
 def record_password_reset(conn: Connection, user: User, token: str) -> None:
-    notices.record(
-        conn,
-        user,
-        PASSWORD_RESET,
-        "mail.passwordReset.subject",
-        "mail.passwordReset.body",
-        link=f"{notices.base_url()}/reset-password/{token}",
-    )
+    notices.record(conn, user, PASSWORD_RESET, "mail.passwordReset", f"/reset-password/{token}")
 
 
 ROW_CHANGES: dict[str, RowChange] = {ev.PASSWORD_RESET: change_password.changed_row}

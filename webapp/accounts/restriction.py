@@ -20,7 +20,7 @@ from webapp.accounts import events as ev
 from webapp.accounts.account import RESTRICTED_MAIL, RESTRICTION_LIFTED_MAIL, Account, Refusal
 from webapp.accounts.credentials import check_password
 from webapp.accounts.result import INVALID_CREDENTIALS, Result, retry_on_conflict
-from webapp.accounts.stream import RowChange, append_to, fresh, unsealed
+from webapp.accounts.stream import RowChange, append_to, change, fresh, unsealed
 from webapp.accounts.users import User, find_by_email
 
 RESTRICTED_TEXT = "privacy.restrict.restricted"
@@ -34,18 +34,13 @@ def restrict(user: User, password: str) -> Result:
     if not check_password(user, password):
         return Result.error(INVALID_CREDENTIALS, "current_password")
 
-    def attempt() -> Result:
-        with db.transaction() as conn:
-            row = fresh(conn, user)
-            decision = Account(row).restrict(token)
-            if isinstance(decision, Refusal):
-                return Result.refused(decision)
-            append_to(conn, row, decision)
-            signins.end_all(conn, row.tenant_id, row.id)  # this browser too
-            record_restricted(conn, fresh(conn, row))
-        return Result(True, RESTRICTED_TEXT)
+    def then(conn: Connection, row: User) -> None:
+        signins.end_all(conn, row.tenant_id, row.id)  # this browser too
+        record_restricted(conn, fresh(conn, row))
 
-    return retry_on_conflict(attempt)
+    return change(
+        user, lambda account: account.restrict(token), Result(True, RESTRICTED_TEXT), then
+    )
 
 
 def lift(email_raw: str, actor: str) -> Result:
@@ -68,24 +63,11 @@ def lift(email_raw: str, actor: str) -> Result:
 
 
 def record_restricted(conn: Connection, user: User) -> None:
-    notices.record(
-        conn,
-        user,
-        RESTRICTED_MAIL,
-        "privacy.mail.restricted.subject",
-        "privacy.mail.restricted.body",
-    )
+    notices.record(conn, user, RESTRICTED_MAIL, "privacy.mail.restricted")
 
 
 def record_restriction_lifted(conn: Connection, user: User) -> None:
-    notices.record(
-        conn,
-        user,
-        RESTRICTION_LIFTED_MAIL,
-        "privacy.mail.restrictionLifted.subject",
-        "privacy.mail.restrictionLifted.body",
-        link=f"{notices.base_url()}/login",
-    )
+    notices.record(conn, user, RESTRICTION_LIFTED_MAIL, "privacy.mail.restrictionLifted", "/login")
 
 
 ROW_CHANGES: dict[str, RowChange] = {

@@ -24,8 +24,8 @@ from webapp.accounts import addresses, passwords
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.credentials import hasher
-from webapp.accounts.result import Result, retry_on_conflict
-from webapp.accounts.stream import RowChange, append_to, fresh, unsealed
+from webapp.accounts.result import Result
+from webapp.accounts.stream import RowChange, append_to, change, unsealed
 from webapp.accounts.tables import user_sessions, users
 from webapp.accounts.users import User, find_by_email, from_row, get_user
 from webapp.eventstore import Event, VersionConflict
@@ -162,17 +162,12 @@ def revoke_other_sessions(user: User) -> Result:
     """*Sign out other sessions*: a new session token; this browser stays."""
     token = secrets.token_urlsafe(24)
 
-    def attempt() -> Result:
-        with db.transaction() as conn:
-            row = fresh(conn, user)
-            decision = Account(row).revoke_other_sessions(token)
-            if isinstance(decision, Refusal):
-                return Result.refused(decision)
-            append_to(conn, row, decision)
-            end_others(conn, row, keep=user.sign_in)
-        return Result(True, "profile.account.sessionsRevoked", session_token=token)
-
-    return retry_on_conflict(attempt)
+    return change(
+        user,
+        lambda account: account.revoke_other_sessions(token),
+        Result(True, "profile.account.sessionsRevoked", session_token=token),
+        lambda conn, row: end_others(conn, row, keep=user.sign_in),
+    )
 
 
 def _token_row(conn: Connection, e: Event) -> dict[str, Any]:

@@ -13,9 +13,11 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from webapp import db
 from webapp.accounts import crypto
-from webapp.accounts.account import Account
+from webapp.accounts.account import Account, Decision, Refusal
 from webapp.accounts.events import DECLARED
+from webapp.accounts.result import Result, retry_on_conflict
 from webapp.accounts.users import User, get_user, stream_of
 from webapp.eventstore import Event, Metadata, NewEvent
 from webapp.eventstore import append as append_events
@@ -70,6 +72,31 @@ def append_to(
 ) -> list[Event]:
     """`append` for an existing account's row as this transaction read it."""
     return append(conn, user.tenant_id, user.id, user.version, changes, actor)
+
+
+def change(
+    user: User,
+    decide: Callable[[Account], Decision],
+    success: Result,
+    then: Callable[[Connection, User], None] | None = None,
+) -> Result:
+    """The usual command of a signed-in user: in one transaction (run once more
+    on a concurrent change) read the account, ask its transition, append what
+    it decided and do `then` (sessions, mails) with the row as read; answer
+    `success`, or the transition's refusal."""
+
+    def attempt() -> Result:
+        with db.transaction() as conn:
+            row = fresh(conn, user)
+            decision = decide(Account(row))
+            if isinstance(decision, Refusal):
+                return Result.refused(decision)
+            append_to(conn, row, decision)
+            if then is not None:
+                then(conn, row)
+        return success
+
+    return retry_on_conflict(attempt)
 
 
 # What an event changes in its account's `users` row: the columns and their

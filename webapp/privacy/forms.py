@@ -3,11 +3,11 @@ the database nor the password), and each section's empty form."""
 
 from __future__ import annotations
 
-from wtforms import PasswordField, StringField
+from wtforms import StringField
 
 from webapp import danger_zone
 from webapp.accounts.forms import email_problem
-from webapp.forms import Form, check, required
+from webapp.forms import Form, check, current_password, required
 
 
 class ExportForm(Form):
@@ -22,9 +22,7 @@ class ActivityForm(Form):
 
 class RestrictForm(Form):
     id_prefix = "privacy-restrict"
-    current_password = PasswordField(
-        validators=[required("profile.errors.currentPasswordRequired")]
-    )
+    current_password = current_password()
 
 
 class DeleteLinkForm(Form):

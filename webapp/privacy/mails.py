@@ -31,19 +31,11 @@ def record_export_ready(conn: Connection, user: User, token: str, expires_at: da
         conn,
         user,
         EXPORT_READY,
-        "privacy.mail.exportReady.subject",
-        "privacy.mail.exportReady.body",
-        link=f"{_base()}/privacy/download/{token}",
+        "privacy.mail.exportReady",
+        f"/privacy/download/{token}",
         date=_date(user, expires_at),
     )
 
 
 def record_export_failed(conn: Connection, user: User) -> None:
-    notices.record(
-        conn,
-        user,
-        EXPORT_FAILED,
-        "privacy.mail.exportFailed.subject",
-        "privacy.mail.exportFailed.body",
-        link=f"{_base()}/privacy",
-    )
+    notices.record(conn, user, EXPORT_FAILED, "privacy.mail.exportFailed", "/privacy")

@@ -78,6 +78,7 @@ def respond(view: View, status: int = 200, live: str | None = None) -> Response:
 
 
 PRIVACY = Screen(respond, forms.blank)
+danger_zone.add_routes(bp, PRIVACY)
 
 
 def _answer(section: str, result: Result, form: forms.Form | None = None) -> Response:
@@ -199,18 +200,6 @@ def restrict() -> Response:
     if forms_core.is_fragment():
         return pages.htmx_redirect(target)
     return redirect(target)  # type: ignore[return-value]
-
-
-@bp.post("/delete")
-@login_required
-def delete() -> Response:
-    return danger_zone.request_deletion(PRIVACY)
-
-
-@bp.post("/cancel-deletion")
-@login_required
-def cancel_deletion() -> Response:
-    return danger_zone.cancel_deletion(PRIVACY)
 
 
 SECTION_OF = {

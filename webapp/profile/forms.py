@@ -12,7 +12,7 @@ from wtforms.validators import ValidationError
 from webapp import danger_zone
 from webapp.accounts import addresses
 from webapp.accounts.forms import email_problem, policy_problem
-from webapp.forms import Form, check, required
+from webapp.forms import Form, check, current_password, required
 
 
 class AccountForm(Form):
@@ -32,9 +32,7 @@ class AccountBound(Form):
 
 class PasswordForm(AccountBound):
     id_prefix = "profile-password"
-    current_password = PasswordField(
-        validators=[required("profile.errors.currentPasswordRequired")]
-    )
+    current_password = current_password()
     new_password = PasswordField(validators=[required("profile.password.newRequired")])
     confirm_password = PasswordField(validators=[required("profile.password.confirmRequired")])
 
@@ -53,9 +51,7 @@ class EmailForm(AccountBound):
     new_email = StringField(
         validators=[required("profile.email.newRequired"), check(email_problem)]
     )
-    current_password = PasswordField(
-        validators=[required("profile.errors.currentPasswordRequired")]
-    )
+    current_password = current_password()
 
     def validate_new_email(self, field: Any) -> None:
         if addresses.normalize(field.data) == self.account_email:

@@ -61,6 +61,7 @@ def respond(view: View, status: int = 200) -> Response:
 
 
 PROFILE = Screen(respond, forms.blank)
+danger_zone.add_routes(bp, PROFILE)
 
 # The page as a plain GET shows it (nothing submitted, no banner): one
 # rendering per browser session, at most this many per app (about 8 KB each).
@@ -126,18 +127,6 @@ def email() -> Response:
         current_user, form.new_email.data, form.current_password.data
     )
     return sections.result_response(PROFILE, "email", result, form, oob=("email_status",))
-
-
-@bp.post("/delete")
-@login_required
-def delete() -> Response:
-    return danger_zone.request_deletion(PROFILE)
-
-
-@bp.post("/cancel-deletion")
-@login_required
-def cancel_deletion() -> Response:
-    return danger_zone.cancel_deletion(PROFILE)
 
 
 @bp.post("/resend-verification")
