@@ -11,6 +11,7 @@ from flask_login import current_user, login_required
 
 from webapp import sections
 from webapp.accounts import deletion
+from webapp.accounts.account import Account, State
 from webapp.accounts.result import Result
 from webapp.accounts.session import refresh_session, signed_in_user
 from webapp.forms import Form, current_password
@@ -36,7 +37,8 @@ def blank(deletion_requested: bool) -> Form:
 
 def request_deletion(screen: Screen) -> Response:
     """*Delete account*, answered on `screen`."""
-    if signed_in_user().deletion_requested:  # a second tab: the section now offers Cancel
+    if Account(signed_in_user()).state is State.DELETION_REQUESTED:
+        # A second tab: the section now offers Cancel, so no form to check.
         refused = Result.error("profile.danger.alreadyRequested")
         return sections.result_response(screen, SECTION, refused)
     form = DeleteForm(request.form)

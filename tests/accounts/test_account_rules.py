@@ -261,3 +261,11 @@ def test_every_event_a_transition_appends_is_declared_with_its_fields() -> None:
 def test_sealed_fields_are_declared_fields() -> None:
     for t in ev.DECLARED.values():
         assert t.sealed <= set(t.fields), t.name
+
+
+def test_awaiting_verification_is_about_the_address_whatever_is_pending() -> None:
+    deleting_unverified = Account(
+        replace(ACTIVE, email_verified=False, status=ev.DELETION_REQUESTED_STATUS)
+    )
+    assert ACCOUNTS[U].awaits_verification and deleting_unverified.awaits_verification
+    assert not any(ACCOUNTS[s].awaits_verification for s in (A, D, R, E))

@@ -106,6 +106,11 @@ class Account:
         u = self.row
         return {"email": u.email, "user_id": u.id, "address_version": address_version}
 
+    @property
+    def awaits_verification(self) -> bool:
+        """Its address is not verified yet (whatever else is pending)."""
+        return self.user is not None and not self.user.email_verified
+
     def resend_verification(self) -> Decision:
         """No event: the command records the mail (it is rate limited)."""
         frozen = self._frozen()

@@ -48,11 +48,12 @@ def _due() -> datetime:
 def request_deletion(user: User, password: str) -> Result:
     """Schedule the erasure and sign out every other session; this one stays,
     so the user can cancel."""
-    if user.deletion_requested:
-        return Result.error("profile.danger.alreadyRequested")
+    due, token = _due(), secrets.token_urlsafe(24)
+    early = Account(user).request_deletion(due, token)  # before the costly password check
+    if isinstance(early, Refusal):
+        return Result.refused(early)
     if not check_password(user, password):
         return Result.error(INVALID_CREDENTIALS, "current_password")
-    due, token = _due(), secrets.token_urlsafe(24)
 
     def then(conn: Connection, row: User) -> None:
         signins.end_others(conn, row, keep=user.sign_in)

@@ -20,6 +20,7 @@ from typing import Any
 from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts import registration, users
+from webapp.accounts.account import Account
 from webapp.workflows import api as wf
 from webapp.workflows import match, registry
 
@@ -29,7 +30,7 @@ WAIT = "PT24H"
 def _current_user(ctx: Any) -> users.User | None:
     with db.reading() as conn:
         user = users.get_user(conn, ctx.trigger.aggregate_id, ctx.trigger.tenant_id)
-        if user is None or user.email_verified:
+        if user is None or not Account(user).awaits_verification:
             return None
         if users.address_version(conn, user) != ctx.trigger.version:
             return None  # the address changed since: the newer run takes over
