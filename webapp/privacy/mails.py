@@ -1,12 +1,11 @@
-"""The privacy center's mails, recorded in the outbox in the transaction of the
-change that causes them (webapp/accounts/notices.py's `record`: the user's language, and
-nothing but the lawful notices while processing is restricted)."""
+"""The export's mails, recorded in the outbox in the transaction of the change
+that causes them (webapp/accounts/notices.py's `record`: the user's language,
+and nothing but the lawful notices while processing is restricted)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from flask import current_app
 from flask_babel import force_locale, format_date
 from sqlalchemy import Connection
 
@@ -15,10 +14,6 @@ from webapp.accounts.users import User
 
 EXPORT_READY = "export-ready"
 EXPORT_FAILED = "export-failed"
-
-
-def _base() -> str:
-    return str(current_app.config["APP_CONFIG"].base_url)
 
 
 def _date(user: User, when: datetime) -> str:
