@@ -25,6 +25,9 @@ from webapp.eventstore import projections
 from webapp.migrate import upgrade
 from webapp.workflows.engine import heartbeat
 
+# Shared helpers and fixtures (tests/support/__init__.py says what is where).
+pytest_plugins = ["tests.support.web", "tests.support.accounts"]
+
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
@@ -90,7 +93,16 @@ def clock() -> Iterator[FrozenClock]:
 
 
 @pytest.fixture
-def make_config(database_url: str, redis_url: str, tmp_path: Path) -> Any:
+def config_defaults() -> dict[str, Any]:
+    """Settings a test package runs with unless a test overrides them (the
+    account-heavy packages set `tests.support.accounts.CHEAP` in their conftest)."""
+    return {}
+
+
+@pytest.fixture
+def make_config(
+    database_url: str, redis_url: str, tmp_path: Path, config_defaults: dict[str, Any]
+) -> Any:
     def make(**overrides: Any) -> Config:
         values: dict[str, Any] = dict(
             instance_path=tmp_path / "instance",
@@ -101,6 +113,7 @@ def make_config(database_url: str, redis_url: str, tmp_path: Path) -> Any:
             testing=True,
             base_url="http://localhost",
         )
+        values.update(config_defaults)
         values.update(overrides)
         (tmp_path / "instance").mkdir(exist_ok=True)
         return Config(**values)
@@ -121,9 +134,9 @@ def _stop_background_threads() -> None:
 
 
 @pytest.fixture
-def app(make_config: Any, redis: Redis) -> Iterator[Flask]:
+def app(make_config: Any, redis: Redis, client_class: type[FlaskClient]) -> Iterator[Flask]:
     application = create_app(make_config())
-    application.test_client_class = FreshGClient
+    application.test_client_class = client_class
     _clean_database()
     projections.ensure_cursors()  # as create_app does on a fresh database
     try:
@@ -139,19 +152,6 @@ def redis(redis_url: str) -> Redis:
     r = Redis.from_url(redis_url)
     r.flushdb()
     return r
-
-
-class FreshGClient(FlaskClient):
-    """The `app` fixture keeps one app context pushed, and Flask then reuses it
-    (and its `g`) for every test request: Flask-Login's cached user and
-    Flask-WTF's cached token would leak from one request into the next. A real
-    server gives each request a fresh `g`; so does this client."""
-
-    def open(self, *args: Any, **kwargs: Any) -> Any:
-        from flask import g
-
-        g.__dict__.clear()
-        return super().open(*args, **kwargs)
 
 
 @pytest.fixture

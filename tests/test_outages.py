@@ -23,9 +23,9 @@ from sqlalchemy.engine import make_url
 
 from tests import procs
 from webapp import create_app, db
-from webapp.events import publish
 from webapp.eventstore import projections
 from webapp.jobs.schedule import SWEEP_ID
+from webapp.publish import publish
 from webapp.workflows.store.tables import workflow_runs
 
 MODULE = "tests.workflows.outage_flows"

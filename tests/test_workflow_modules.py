@@ -16,8 +16,8 @@ from sqlalchemy import select
 from tests import procs
 from webapp import app_modules, create_app, db
 from webapp.config import Config, ConfigError
-from webapp.events import publish
 from webapp.eventstore import projections
+from webapp.publish import publish
 from webapp.workflows.store.tables import workflow_runs
 from webapp.workflows.triggers import registry
 

@@ -9,9 +9,9 @@ from flask import Flask, current_app
 from flask.cli import AppGroup
 
 from webapp import actors, db, tenants
-from webapp.events import PublishError, publish
 from webapp.eventstore import projections
 from webapp.jobs.registry import registered_jobs
+from webapp.publish import PublishError, publish
 
 db_cli = AppGroup("db", help="Database schema (Alembic migrations).")
 projections_cli = AppGroup("projections", help="Async projections: status, parked events.")
@@ -123,7 +123,7 @@ def jobs_list() -> None:
 @click.option("--payload", default="{}", metavar="JSON", help="a JSON object (default {})")
 @click.option("--tenant", default="default", show_default=True)
 def events_append(event_type: str, aggregate: str, payload: str, tenant: str) -> None:
-    """Publish one event (webapp.events.publish): it commits, then is dispatched."""
+    """Publish one event (webapp.publish.publish): it commits, then is dispatched."""
     agg_type, sep, agg_id = aggregate.partition("/")
     if not sep or not agg_type or not agg_id:
         raise click.BadParameter(

@@ -36,7 +36,7 @@ metadata = MetaData()
 _engine: Engine | None = None
 _readers: Engine | None = None  # the same pool, for `reading()`
 _after_commit_hooks: list[Callable[[Connection], object]] = []
-# The innermost open `transaction()` of this thread/task (webapp.events.publish joins it).
+# The innermost open `transaction()` of this thread/task (webapp.publish.publish joins it).
 _current: ContextVar[Connection | None] = ContextVar("current_transaction", default=None)
 
 # Per process: at most this many pooled connections stay open (gunicorn's

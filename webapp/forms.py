@@ -108,6 +108,11 @@ def check(rule: Callable[[str], str | None]) -> Callable[[Any, Any], None]:
     return validator
 
 
+def current_password() -> wtforms.PasswordField:
+    """The *Current password* field of every form that asks for it."""
+    return wtforms.PasswordField(validators=[required("profile.errors.currentPasswordRequired")])
+
+
 def has_errors(*forms: Form | None) -> bool:
     return any(f is not None and f.has_errors for f in forms)
 

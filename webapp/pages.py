@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from flask import Response, make_response, render_template
+from flask import Blueprint, Response, make_response, render_template
 
 from webapp import forms
 
-__all__ = ["render"]
+__all__ = ["htmx_redirect", "no_store", "render"]
 
 
 def render(
@@ -44,3 +44,23 @@ def render(
     resp = make_response(body, status)
     resp.vary.add("HX-Request")
     return resp
+
+
+def htmx_redirect(target: str) -> Response:
+    """An htmx answer that sends the browser to `target` (a page load)."""
+    resp = make_response("", 200)
+    resp.headers["HX-Redirect"] = target
+    resp.vary.add("HX-Request")
+    return resp
+
+
+def no_store(bp: Blueprint, no_referrer: bool = False) -> None:
+    """Every answer of `bp` is personal: never kept by a browser or a proxy.
+    `no_referrer`: the URL carries a token, so no page sends it on as Referer."""
+
+    @bp.after_request
+    def _no_store(resp: Response) -> Response:
+        resp.headers["Cache-Control"] = "no-store"
+        if no_referrer:
+            resp.headers["Referrer-Policy"] = "no-referrer"
+        return resp

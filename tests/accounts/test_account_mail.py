@@ -1,4 +1,4 @@
-"""Finding 5: every account mail is recorded in the transaction of the change
+"""Every account mail is recorded in the transaction of the change
 that causes it and delivered by the worker, surviving a mail outage and Redis
 down at commit (real SMTP server and a private redis-server, stopped and
 started)."""
@@ -13,10 +13,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register, user_row
 from tests.mailserver import PrivateRedis, SmtpServer
+from tests.support.accounts import PASSWORD, login, register, user_row
+from tests.support.web import csrf_token, post
 from webapp import db
-from webapp.accounts.erase_job import erase_accounts
+from webapp.accounts.erase_accounts import erase_accounts
 from webapp.mail.outbox.jobs import sweep_outbox
 from webapp.mail.outbox.tables import mail_outbox
 

@@ -1,4 +1,4 @@
-"""Finding 13: one account per address. An IDN domain in Unicode and in `xn--`
+"""One account per address. An IDN domain in Unicode and in `xn--`
 form is one address; local parts that mix scripts or use look-alike
 compatibility forms are refused with a clear message."""
 
@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register, user_row
+from tests.support.accounts import PASSWORD, login, register, user_row
+from tests.support.web import csrf_token, post
 from webapp import db
-from webapp.accounts import emails
+from webapp.accounts import addresses
 from webapp.accounts.tables import users
 
 LOOK_ALIKE_EN = "Please use an address without look-alike characters."
@@ -41,8 +42,8 @@ def test_unicode_and_xn_forms_of_a_domain_are_one_account(
 
 
 def test_the_address_is_stored_in_one_canonical_form() -> None:
-    assert emails.normalize("Ada@XN--MLLER-KVA.example") == "ada@müller.example"
-    assert emails.normalize("ada@müller.example") == "ada@müller.example"
+    assert addresses.normalize("Ada@XN--MLLER-KVA.example") == "ada@müller.example"
+    assert addresses.normalize("ada@müller.example") == "ada@müller.example"
 
 
 @pytest.mark.parametrize(

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.accounts.conftest import (
-    PASSWORD,
-    body,
-    csrf_token,
-    login,
-    mails,
-    post,
-    register,
-    user_row,
-)
+from tests.support.accounts import PASSWORD, body, login, mails, register, user_row
+from tests.support.web import csrf_token, post
 
 
 def test_register_page_has_the_labelled_fields(client: Any) -> None:

@@ -1,4 +1,4 @@
-"""Finding 7: a command that meets a concurrent change to the same account is
+"""A command that meets a concurrent change to the same account is
 retried once on fresh state, else answered 409 with a banner; never 500."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import update
 
-from tests.accounts.conftest import PASSWORD, csrf_token, post, user_row
+from tests.support.accounts import PASSWORD, user_row
+from tests.support.web import csrf_token, post
 from webapp import db
 from webapp.accounts.tables import users
 
@@ -70,7 +71,7 @@ def test_a_single_conflict_is_retried_and_the_change_is_made(
     client: FlaskClient, user: Any
 ) -> None:
     catch_up = _CatchUp(user.id, user.version)
-    logger = logging.getLogger("webapp.accounts.commands")
+    logger = logging.getLogger("webapp.accounts.result")
     logger.addHandler(catch_up)
     _set_version(user.id, user.version - 1)
     try:

@@ -17,9 +17,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from tests import procs
-from tests.accounts.conftest import login, register
-from tests.conftest import FreshGClient
 from tests.helpers import statements
+from tests.support.accounts import login, register
+from tests.support.web import FreshGClient
 from webapp import create_app, db
 
 ADDRESS = "ada@example.com"

@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy import select
 
 import webapp.workflows as wf
-from tests.accounts.conftest import PASSWORD, csrf_token, link_in, mails, post
+from tests.support.accounts import PASSWORD, link_in, mails
+from tests.support.web import csrf_token, post
 from tests.test_docs_examples import of
 from webapp import db
 from webapp.config import ROOT

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from argon2 import extract_parameters
 
-from tests.accounts.conftest import PASSWORD, login, register, user_row
-from webapp.accounts import crypto, emails, passwords
+from tests.support.accounts import PASSWORD, login, register, user_row
+from webapp.accounts import addresses, crypto, passwords
 
 
 def test_policy_minimum_length_is_configurable_and_no_composition_rules() -> None:
@@ -99,7 +99,7 @@ def test_sign_in_rehashes_when_parameters_change(app: Any, client: Any, make_con
     ],
 )
 def test_addresses_are_validated_and_lower_cased(raw: str, expected: str | None) -> None:
-    assert emails.normalize(raw) == expected
+    assert addresses.normalize(raw) == expected
 
 
 def test_sealed_values_belong_to_one_user() -> None:

@@ -1,4 +1,4 @@
-"""Finding 12: an account whose address is never verified is erased by the
+"""An account whose address is never verified is erased by the
 daily job after UNVERIFIED_ACCOUNT_DAYS, and the address is free again."""
 
 from __future__ import annotations
@@ -8,18 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.accounts.conftest import (
-    PASSWORD,
-    body,
-    csrf_token,
-    link_in,
-    login,
-    mails,
-    post,
-    register,
-    user_row,
-)
-from webapp.accounts.erase_job import erase_accounts
+from tests.support.accounts import PASSWORD, body, link_in, login, mails, register, user_row
+from tests.support.web import csrf_token, post
+from webapp.accounts.erase_accounts import erase_accounts
 from webapp.config import Config, ConfigError
 
 

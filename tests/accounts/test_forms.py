@@ -11,7 +11,8 @@ from typing import Any
 from flask import Flask
 from wtforms import PasswordField, StringField
 
-from tests.accounts.conftest import PASSWORD, csrf_token, post
+from tests.support.accounts import PASSWORD
+from tests.support.web import csrf_token, post
 from webapp.forms import Form, check, required
 
 

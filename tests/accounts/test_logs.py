@@ -1,4 +1,4 @@
-"""Finding 10: no bearer token, and no link that carries one, in any log line."""
+"""No bearer token, and no link that carries one, in any log line."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import logging
 import re
 from typing import Any
 
-from tests.accounts.conftest import PASSWORD, body, mails, post
+from tests.support.accounts import PASSWORD, body, mails
+from tests.support.web import post
 from webapp.logs import LogfmtFormatter
 
 TOKEN_LINK = re.compile(r"/(?:verify-email|email-change/revert)/([^\s]+)")

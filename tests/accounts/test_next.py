@@ -1,4 +1,4 @@
-"""Finding 1 and 2: `next` only ever sends the user to a path on this site.
+"""`next` only ever sends the user to a path on this site.
 
 Browsers strip C0 controls and spaces at both ends of a URL, drop tab/CR/LF
 anywhere and read `\\` as `/` before resolving it, so each value below would
@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.accounts.conftest import login, register
+from tests.support.accounts import login, register
 
 HOSTILE = [
     "//evil.example",
@@ -50,7 +50,7 @@ def _assert_on_this_site(location: str) -> None:
 def test_a_hostile_next_sends_the_signed_in_user_to_the_profile(client: Any, target: str) -> None:
     register(client, "ada@example.com")
     r = login(client, "ada@example.com", next=target)
-    assert r.status_code == 302  # never a 500, even for CR/LF (finding 2)
+    assert r.status_code == 302  # never a 500, even for CR/LF
     _assert_on_this_site(r.headers["Location"])
     again = client.get("/login", query_string={"next": target})  # already signed in
     assert again.status_code == 302

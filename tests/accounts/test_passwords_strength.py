@@ -1,4 +1,4 @@
-"""Finding 9: weak passwords are refused with a reason, on sign-up and on change,
+"""Weak passwords are refused with a reason, on sign-up and on change,
 and the new password may not be the current one."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from tests.accounts.conftest import PASSWORD, post, register, user_row
-from webapp.accounts import commands
+from tests.support.accounts import PASSWORD, register, user_row
+from tests.support.web import post
+from webapp.accounts import credentials
 
 WEAK = {
     "aaaaaaaaaaaaaaa": "it repeats characters or words",
@@ -77,18 +78,20 @@ def test_the_reason_is_german_for_a_german_page(client: Any) -> None:
 
 
 def _token(client: Any) -> str:
-    from tests.accounts.conftest import csrf_token
+    from tests.support.web import csrf_token
 
     return csrf_token(client, "/register")
 
 
 def test_check_new_password_is_the_one_rule_for_every_new_password(app: Any, user: Any) -> None:
     """The reset flow calls this with the stored hash (it knows no current password)."""
-    same = commands.check_new_password(user.email, PASSWORD, user.password_hash)
+    same = credentials.check_new_password(user.email, PASSWORD, user.password_hash)
     assert same is not None and same.key == "password.errors.sameAsCurrent"
-    weak = commands.check_new_password(user.email, "passwordpassword", field="password")
+    weak = credentials.check_new_password(user.email, "passwordpassword", field="password")
     assert weak is not None and weak.key == "password.errors.weakRepeat"
     assert weak.field == "password"
-    mail = commands.check_new_password(user.email, "ada@example.com", user.password_hash)
+    mail = credentials.check_new_password(user.email, "ada@example.com", user.password_hash)
     assert mail is not None and mail.key == "password.errors.sameAsEmail"
-    assert commands.check_new_password(user.email, "mauve kettle drift", user.password_hash) is None
+    assert (
+        credentials.check_new_password(user.email, "mauve kettle drift", user.password_hash) is None
+    )

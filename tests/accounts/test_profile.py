@@ -6,16 +6,8 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from tests.accounts.conftest import (
-    NEW_PASSWORD,
-    PASSWORD,
-    body,
-    login,
-    mails,
-    post,
-    register,
-    user_row,
-)
+from tests.support.accounts import NEW_PASSWORD, PASSWORD, body, login, mails, register, user_row
+from tests.support.web import post
 
 
 def _section(html: str, testid: str) -> str:
@@ -267,15 +259,15 @@ def test_erase_job_erases_accounts_past_their_grace_period(
     app: Any, client: Any, user: Any, clock: Any
 ) -> None:
     from webapp import db
-    from webapp.accounts import crypto, erase_job
+    from webapp.accounts import crypto, erase_accounts
     from webapp.eventstore import StreamId, read_stream
     from webapp.tenants import DEFAULT_TENANT
 
     post(client, "/profile/delete", current_password=PASSWORD)
-    erase_job.erase_accounts(DEFAULT_TENANT, clock.now())
+    erase_accounts.erase_accounts(DEFAULT_TENANT, clock.now())
     assert user_row("ada@example.com") is not None  # not due yet
     clock.advance(timedelta(days=14, seconds=1))
-    erase_job.erase_accounts(DEFAULT_TENANT, clock.now())
+    erase_accounts.erase_accounts(DEFAULT_TENANT, clock.now())
     assert user_row("ada@example.com") is None
     assert client.get("/profile").status_code == 302  # session ended
     assert login(client, "ada@example.com").status_code == 422  # sign-in impossible
@@ -337,7 +329,7 @@ def test_language_choice_switches_the_page_and_wins_over_the_browser(
 
 
 def test_unexpected_failure_shows_the_generic_banner(app: Any, client: Any, user: Any) -> None:
-    from webapp.accounts import profile_commands as service
+    from webapp.accounts import change_password as service
 
     original = service.change_password
 

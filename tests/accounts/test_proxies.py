@@ -1,4 +1,4 @@
-"""Finding 14: behind a reverse proxy (TRUSTED_PROXIES) per-address rate limits
+"""Behind a reverse proxy (TRUSTED_PROXIES) per-address rate limits
 count the real client address; without it X-Forwarded-For is ignored."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Flask
 
-from tests.accounts.conftest import csrf_token
+from tests.support.web import csrf_token
 from webapp import create_app
 
 

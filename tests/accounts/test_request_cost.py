@@ -11,8 +11,9 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register
 from tests.helpers import statements
+from tests.support.accounts import PASSWORD, login, register
+from tests.support.web import csrf_token, post
 from webapp.admin import grants
 
 # A signed-in GET /profile: the session check, which reads the user together

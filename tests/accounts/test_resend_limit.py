@@ -1,4 +1,4 @@
-"""Finding 6: "Resend verification email" is limited (one a minute, three an
+""" "Resend verification email" is limited (one a minute, three an
 hour per account), with a clear message in English and German."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from tests.accounts.conftest import body, mails, post
+from tests.support.accounts import body, mails
+from tests.support.web import post
 
 
 def _verification_mails(app: Any) -> int:

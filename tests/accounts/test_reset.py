@@ -1,4 +1,4 @@
-""" "Forgot password?" (finding 11): a neutral request page, a single-use link
+""" "Forgot password?": a neutral request page, a single-use link
 valid 1 hour and bound to the password hash and to the latest request, a
 reset that ends every session and mails a notice; the revert page of an email
 change offers the same step."""
@@ -9,18 +9,17 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from tests.accounts.conftest import (
+from tests.support.accounts import (
     NEW_PASSWORD,
     PASSWORD,
     body,
-    csrf_token,
     link_in,
     login,
     mails,
-    post,
     register,
     user_row,
 )
+from tests.support.web import csrf_token, post
 
 NEUTRAL = "If an account exists for that address, we have sent a link to reset the password."
 INVALID = "This link is invalid or has expired."

@@ -7,17 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.accounts.conftest import (
-    PASSWORD,
-    body,
-    csrf_token,
-    link_in,
-    login,
-    mails,
-    post,
-    register,
-)
 from tests.accounts.test_reset import INVALID, NEUTRAL, _ask, _reset_links, _set
+from tests.support.accounts import PASSWORD, body, link_in, login, mails, register
+from tests.support.web import csrf_token, post
 
 SUMMARY = '<h2 class="error-summary-title" id="reset-error-summary-title">There is a problem</h2>'
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.accounts.conftest import PASSWORD, csrf_token, login, post, register
+from tests.support.accounts import PASSWORD, login, register
+from tests.support.web import csrf_token, post
 
 
 def test_csrf_is_required_on_every_form(client: Any, user: Any) -> None:
@@ -122,7 +123,7 @@ def test_sign_in_works_and_stays_limited_while_the_rate_limit_redis_is_down(
     make_config: Any, tmp_path: Any
 ) -> None:
     """Redis down must not fail a request: limits fall back to this process."""
-    from tests.conftest import FreshGClient
+    from tests.support.web import FreshGClient
     from webapp import create_app
 
     dead = f"redis+unix://{tmp_path / 'nobody-listens.sock'}"

@@ -11,7 +11,8 @@ from typing import Any
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.accounts.conftest import PASSWORD, csrf_token, login, post
+from tests.support.accounts import PASSWORD, login
+from tests.support.web import csrf_token, post
 
 
 def _signed_in(client: FlaskClient) -> bool:

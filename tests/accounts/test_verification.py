@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from tests.accounts.conftest import PASSWORD, csrf_token, link_in, login, mails, post, user_row
+from tests.support.accounts import PASSWORD, link_in, login, mails, user_row
+from tests.support.web import csrf_token, post
 
 
 def _verify_link(app: Any, work: Any, to: str) -> str:

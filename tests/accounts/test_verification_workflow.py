@@ -10,16 +10,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tests.accounts.conftest import (
-    PASSWORD,
-    body,
-    csrf_token,
-    link_in,
-    mails,
-    post,
-    register,
-    user_row,
-)
+from tests.support.accounts import PASSWORD, body, link_in, mails, register, user_row
+from tests.support.web import csrf_token, post
 from webapp import db
 from webapp.accounts import verification_workflow
 from webapp.mail.outbox.jobs import sweep_outbox

@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from tests.accounts.conftest import register, user_row
+from tests.support.accounts import register, user_row
 from webapp import db
-from webapp.accounts import erasure
+from webapp.accounts import erase_accounts
 from webapp.workflows.store.tables import workflow_runs
 
 
@@ -37,7 +37,7 @@ def test_erasing_an_account_erases_its_runs_results(app: Any, client: Any, work:
     bob = user_row("bob@example.com")
     (bobs_run,) = _runs_of(bob.id)
 
-    assert erasure.erase("default", user.id)
+    assert erase_accounts.erase("default", user.id)
 
     (run,) = _runs_of(user.id)
     assert run.results == {}

@@ -9,8 +9,8 @@ import pytest
 from flask.testing import FlaskClient
 
 import webapp.workflows as wf
-from tests.accounts.conftest import csrf_token, link_in, mails
-from tests.admin.conftest import ADMIN, post
+from tests.support.accounts import ADMIN, link_in, mails
+from tests.support.web import csrf_token, post
 from tests.workflows.conftest import emit, only_run, run_events, runs
 from webapp.admin import queries
 

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import pytest
 from werkzeug.serving import make_server
 
-from tests.accounts.conftest import make_config  # noqa: F401  (cheap argon2, memory limits)
+from tests.support.accounts import CHEAP
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -27,6 +27,12 @@ ARGS = [
     "--no-first-run",
 ]
 TIMEOUT_MS = 10_000  # a step that takes longer is a failure, not a slow pass
+
+
+@pytest.fixture
+def config_defaults() -> dict[str, Any]:
+    """Cheap argon2 and in-memory rate limits, as in the accounts tests."""
+    return CHEAP
 
 
 def browser_unavailable(reason: str) -> NoReturn:

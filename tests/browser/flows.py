@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import PASSWORD, body, link_in, mails
+from tests.support.accounts import PASSWORD, body, link_in, mails
 
 # The visible texts the flows look for, per page language.
 TEXT = {

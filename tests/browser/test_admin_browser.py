@@ -14,9 +14,9 @@ from redis import Redis
 from rq_scheduler import Scheduler
 
 import webapp.workflows as wf
-from tests.admin.conftest import make_admin
 from tests.browser import flows
 from tests.helpers import append_one, projection
+from tests.support.accounts import make_admin
 from tests.workflows.conftest import emit, only_run, use_workflow  # noqa: F401
 from webapp.config import ROOT
 from webapp.eventstore import projections

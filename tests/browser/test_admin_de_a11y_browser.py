@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.admin.conftest import make_admin
 from tests.browser import a11y, flows
 from tests.helpers import append_one, projection
+from tests.support.accounts import make_admin
 from tests.workflows.conftest import only_run
 from webapp.eventstore import projections
 

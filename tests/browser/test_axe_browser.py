@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import PASSWORD
 from tests.browser import a11y, flows
 from tests.browser.flows import section
+from tests.support.accounts import PASSWORD
 
 pytestmark = pytest.mark.browser
 

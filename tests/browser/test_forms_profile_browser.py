@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import NEW_PASSWORD, PASSWORD
 from tests.browser import a11y, flows
 from tests.browser.flows import banner, section
+from tests.support.accounts import NEW_PASSWORD, PASSWORD
 
 pytestmark = pytest.mark.browser
 

@@ -11,9 +11,9 @@ import pytest
 from babel.dates import format_date
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import NEW_PASSWORD, PASSWORD, body, mails
 from tests.browser import flows
 from tests.browser.flows import banner, section
+from tests.support.accounts import NEW_PASSWORD, PASSWORD, body, mails
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,4 @@
-"""Finding 1 in real Chromium: hostile `next` values, including those a browser
+"""In real Chromium: hostile `next` values, including those a browser
 normalises into another host, leave the signed-in user on this site."""
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import PASSWORD, user_row
 from tests.browser import flows
 from tests.browser.flows import section
-from webapp.accounts import profile_commands
+from tests.support.accounts import PASSWORD, user_row
+from webapp.accounts import language
 
 pytestmark = pytest.mark.browser
 
@@ -125,7 +125,7 @@ def test_activity_in_plain_words_with_show_more(page: Any, server: str) -> None:
     flows.register_and_sign_in(page, server)
     ada = user_row("ada@example.com")
     for i in range(22):  # ends in English; keeps this browser signed in
-        profile_commands.change_language(ada, "de" if i % 2 == 0 else "en")
+        language.change_language(ada, "de" if i % 2 == 0 else "en")
         ada = user_row("ada@example.com")
     page.goto(f"{server}/privacy")
     region = section(page, "Your activity")

@@ -12,9 +12,9 @@ import pytest
 from babel.dates import format_date
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import NEW_PASSWORD, PASSWORD
 from tests.browser import flows
 from tests.browser.flows import banner, section
+from tests.support.accounts import NEW_PASSWORD, PASSWORD
 
 pytestmark = pytest.mark.browser
 
@@ -311,7 +311,7 @@ def test_inputs_are_disabled_and_indicator_shown_while_submitting(page: Any, ser
 def test_unexpected_failure_shows_the_generic_banner_in_the_section(
     page: Any, server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from webapp.accounts import profile_commands as service
+    from webapp.accounts import change_email as service
 
     def broken(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("boom")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import NEW_PASSWORD
 from tests.browser import a11y, flows
+from tests.support.accounts import NEW_PASSWORD
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,4 @@
-"""Finding 3 in real Chromium: "Sign out" after "Remember me" signs out for good:
+"""In real Chromium: "Sign out" after "Remember me" signs out for good:
 the remember cookie is gone, a new visit to /profile asks to sign in, and the
 cookie taken before signing out no longer opens the profile."""
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.accounts.conftest import PASSWORD
 from tests.browser import flows
 from tests.browser.flows import banner, section
+from tests.support.accounts import PASSWORD
 
 pytestmark = pytest.mark.browser
 

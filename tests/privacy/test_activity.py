@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.accounts.conftest import PASSWORD, login, post, register
-from tests.privacy.conftest import htmx_get
+from tests.support.accounts import PASSWORD, login, register
+from tests.support.web import htmx_get, post
 
 ITEM = re.compile(
     r'data-testid="privacy-activity-item"[^>]*><span class="activity-what">([^<]+)</span>'

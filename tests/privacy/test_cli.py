@@ -6,14 +6,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from tests.privacy.conftest import fetch, ppost
+from tests.support.web import fetch, post
 from webapp.jobs.registry import get_job
 from webapp.privacy.jobs import export_cleanup
 
 
 def test_exports_list_and_show(app: Any, client: Any, user: Any, work: Any, runner: Any) -> None:
     assert "no exports" in runner.invoke(args=["exports", "list"]).output
-    ppost(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export", htmx=True)
     work()
     listed = runner.invoke(args=["exports", "list"])
     assert listed.exit_code == 0 and user.id in listed.output and "done" in listed.output
@@ -36,7 +36,7 @@ def test_the_jobs_are_scheduled() -> None:
 def test_download_attempts_are_deleted_after_90_days(
     app: Any, client: Any, user: Any, work: Any, runner: Any, clock: Any
 ) -> None:
-    ppost(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export", htmx=True)
     work()
     job_id = runner.invoke(args=["exports", "list"]).output.splitlines()[1].split()[0]
     fetch(client, f"/privacy/exports/{job_id}/download")

@@ -8,9 +8,9 @@ from typing import Any
 
 from babel.dates import format_date
 
-from tests.accounts.conftest import PASSWORD, csrf_token, link_in, login, mails, user_row
-from tests.privacy.conftest import ppost
-from webapp.accounts import erasure
+from tests.support.accounts import PASSWORD, link_in, login, mails, user_row
+from tests.support.web import csrf_token, post
+from webapp.accounts import erase_accounts
 
 NEUTRAL = "If an account exists for that address, we have sent a confirmation link."
 INVALID = "This link is invalid or has expired."
@@ -40,13 +40,13 @@ def test_the_privacy_delete_section_is_the_profile_danger_zone(client: Any, user
     section = page.split('data-testid="privacy-delete"')[1].split("</section>")[0]
     assert 'data-testid="profile-delete-submit"' in section  # the same template
     assert 'action="/privacy/delete"' in section
-    answer = ppost(client, "/privacy/delete", htmx=True, current_password=PASSWORD)
+    answer = post(client, "/privacy/delete", htmx=True, current_password=PASSWORD)
     fragment = answer.get_data(as_text=True)
     assert answer.status_code == 200 and fragment.lstrip().startswith("<section")
     assert 'id="privacy-delete"' in fragment and "Cancel deletion" in fragment
-    cancelled = ppost(client, "/privacy/cancel-deletion", htmx=True)
+    cancelled = post(client, "/privacy/cancel-deletion", htmx=True)
     assert "Deletion cancelled." in cancelled.get_data(as_text=True)
-    wrong = ppost(client, "/privacy/delete", current_password="not the password at all")
+    wrong = post(client, "/privacy/delete", current_password="not the password at all")
     assert wrong.status_code == 422 and "<h1>Privacy</h1>" in wrong.get_data(as_text=True)
 
 
@@ -76,7 +76,7 @@ def test_signed_out_deletion_by_link_then_cancel_after_signing_in(
 
     # Signing in during the grace period is allowed, so the owner can cancel.
     assert login(client, "ada@example.com").status_code == 302
-    ppost(client, "/privacy/cancel-deletion")
+    post(client, "/privacy/cancel-deletion")
     assert user_row("ada@example.com").status == "active"
     assert INVALID in _confirm(anonymous, link).get_data(as_text=True)  # a cancelled request's link
 
@@ -103,7 +103,7 @@ def test_a_non_active_account_answers_like_an_invalid_link(
     _ask(anonymous, "ada@example.com")
     work()
     (link,) = _links(app, "ada@example.com")
-    ppost(client, "/privacy/restrict", current_password=PASSWORD)
+    post(client, "/privacy/restrict", current_password=PASSWORD)
     answer = anonymous.get(link)
     assert answer.status_code == 400 and INVALID in answer.get_data(as_text=True)
     assert NEUTRAL in _ask(anonymous, "ada@example.com").get_data(as_text=True)
@@ -125,5 +125,5 @@ def test_erasure_after_a_link_deletion(app: Any, user: Any, work: Any, clock: An
     work()
     _confirm(anonymous, _links(app, "ada@example.com")[0])
     clock.advance(timedelta(days=14, seconds=1))
-    assert erasure.erase_due("default", clock.now()) == 1
+    assert erase_accounts.erase_due("default", clock.now()) == 1
     assert user_row("ada@example.com") is None

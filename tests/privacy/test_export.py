@@ -14,10 +14,10 @@ import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from tests.accounts.conftest import PASSWORD, body, link_in, login, mails, register, user_row
-from tests.privacy.conftest import fetch, htmx_get, ppost, unzip
+from tests.support.accounts import PASSWORD, body, link_in, login, mails, register, user_row
+from tests.support.web import fetch, htmx_get, post, unzip
 from webapp import db
-from webapp.accounts import erasure
+from webapp.accounts import erase_accounts
 from webapp.privacy import exports
 from webapp.privacy.jobs import clean_files, fail_stale
 from webapp.privacy.tables import export_download_attempts, export_jobs
@@ -40,7 +40,7 @@ def _export_mails(app: Any, subject: str) -> list[Any]:
 def test_request_shows_preparing_and_polls_every_two_seconds(client: Any, user: Any) -> None:
     page = client.get("/privacy").get_data(as_text=True)
     assert "Export your data" in page and "Request data export" in page
-    answer = ppost(client, "/privacy/export", htmx=True)
+    answer = post(client, "/privacy/export", htmx=True)
     assert answer.status_code == 200
     fragment = answer.get_data(as_text=True)
     assert fragment.lstrip().startswith("<section") and "<html" not in fragment
@@ -60,7 +60,7 @@ def test_worker_builds_the_zip_and_only_the_owner_downloads_it(
     register(other_client, "bob@example.com")
     login(other_client, "bob@example.com")
     work()
-    ppost(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export", htmx=True)
     work()  # trigger -> run: claim, build, store, done
     (job,) = _jobs()
     assert job.status == "done" and job.bytes_written and job.file_name
@@ -113,9 +113,9 @@ def test_worker_builds_the_zip_and_only_the_owner_downloads_it(
 
 def test_double_request_two_tabs_make_one_job(client: Any, user: Any, other_client: Any) -> None:
     login(other_client, "ada@example.com")  # a second browser of the same user
-    ppost(client, "/privacy/export", htmx=True)
-    ppost(client, "/privacy/export")
-    ppost(other_client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export")
+    post(other_client, "/privacy/export", htmx=True)
     assert len(_jobs()) == 1
 
 
@@ -142,7 +142,7 @@ def test_the_database_refuses_a_second_active_job(app: Any, user: Any, clock: An
 def test_mail_link_downloads_until_it_expires(
     app: Any, client: Any, user: Any, work: Any, clock: Any
 ) -> None:
-    ppost(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export", htmx=True)
     work()
     (ready,) = _export_mails(app, "Your data export is ready")
     link = link_in(ready, "/privacy/download/")
@@ -179,7 +179,7 @@ def test_a_build_that_fails_ends_failed_with_a_mail(
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("x")
     app.config["APP_CONFIG"] = make_config(export_dir=blocker / "exports")
-    ppost(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export", htmx=True)
     work()
     assert [j.status for j in _jobs()] == ["failed"]
     assert _export_mails(app, "Your data export failed")
@@ -211,12 +211,12 @@ def test_a_job_stuck_running_is_failed_as_stale(
 def test_erasure_after_the_grace_period_removes_export_files(
     app: Any, client: Any, user: Any, work: Any, clock: Any
 ) -> None:
-    ppost(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export", htmx=True)
     work()
     assert len(list(_folder(app).glob("*.zip"))) == 1
-    ppost(client, "/privacy/delete", current_password=PASSWORD)
+    post(client, "/privacy/delete", current_password=PASSWORD)
     clock.advance(timedelta(days=15))
-    assert erasure.erase_due("default", clock.now()) == 1
+    assert erase_accounts.erase_due("default", clock.now()) == 1
     assert list(_folder(app).glob("*")) == []
     with db.reading() as conn:
         assert list(conn.execute(select(export_download_attempts))) == []
@@ -225,7 +225,7 @@ def test_erasure_after_the_grace_period_removes_export_files(
 def test_the_ready_mail_names_the_expiry_and_warns_against_forwarding(
     app: Any, client: Any, user: Any, work: Any
 ) -> None:
-    ppost(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/export", htmx=True)
     work()
     (ready,) = _export_mails(app, "Your data export is ready")
     text = body(ready)
@@ -240,7 +240,7 @@ def test_an_unexpected_failure_answers_in_the_section(
         raise RuntimeError("bug")
 
     monkeypatch.setattr(exports, "request_export", broken)
-    answer = ppost(client, "/privacy/export", htmx=True)
+    answer = post(client, "/privacy/export", htmx=True)
     fragment = answer.get_data(as_text=True)
     assert answer.status_code == 500 and answer.headers["X-Section-Fragment"] == "1"
     assert fragment.lstrip().startswith("<section") and "Something went wrong" in fragment

@@ -9,10 +9,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tests.accounts.conftest import PASSWORD, login, mails, post, user_row
-from tests.privacy.conftest import ppost
+from tests.support.accounts import PASSWORD, login, mails, user_row
+from tests.support.web import post
 from webapp import db
-from webapp.accounts import profile_commands
+from webapp.accounts import deletion
 from webapp.accounts.users import stream_of
 from webapp.eventstore import read_stream
 from webapp.mail.outbox.tables import mail_outbox
@@ -31,7 +31,7 @@ def test_restrict_signs_out_everywhere_and_sign_in_is_refused(
 ) -> None:
     login(other_client, "ada@example.com")
     assert other_client.get("/privacy").status_code == 200
-    answer = ppost(client, "/privacy/restrict", htmx=True, current_password=PASSWORD)
+    answer = post(client, "/privacy/restrict", htmx=True, current_password=PASSWORD)
     assert answer.status_code == 200 and answer.headers["HX-Redirect"] == "/login"
     landing = client.get("/login").get_data(as_text=True)
     assert RESTRICTED in landing
@@ -45,11 +45,11 @@ def test_restrict_signs_out_everywhere_and_sign_in_is_refused(
 
 
 def test_wrong_or_missing_password_is_an_error_at_the_field(client: Any, user: Any) -> None:
-    missing = ppost(client, "/privacy/restrict", htmx=True, current_password="")
+    missing = post(client, "/privacy/restrict", htmx=True, current_password="")
     assert missing.status_code == 422 and "Enter your current password." in missing.get_data(
         as_text=True
     )
-    wrong = ppost(client, "/privacy/restrict", current_password="not the password at all")
+    wrong = post(client, "/privacy/restrict", current_password="not the password at all")
     html = wrong.get_data(as_text=True)
     assert wrong.status_code == 422 and "<html" in html and 'aria-invalid="true"' in html
     assert user_row("ada@example.com").status == "active"
@@ -58,7 +58,7 @@ def test_wrong_or_missing_password_is_an_error_at_the_field(client: Any, user: A
 def test_no_mail_for_a_restricted_user_but_the_lawful_notices(
     app: Any, client: Any, user: Any, runner: Any, work: Any
 ) -> None:
-    ppost(client, "/privacy/restrict", current_password=PASSWORD)
+    post(client, "/privacy/restrict", current_password=PASSWORD)
     anonymous = app.test_client()
     post(anonymous, "/reset-password", email="ada@example.com")  # would send a link
     post(anonymous, "/register", email="ada@example.com", password=PASSWORD, confirm=PASSWORD)
@@ -78,7 +78,7 @@ def test_no_mail_for_a_restricted_user_but_the_lawful_notices(
 def test_lift_by_cli_lets_the_user_sign_in_again(
     client: Any, user: Any, runner: Any, app: Any
 ) -> None:
-    ppost(client, "/privacy/restrict", current_password=PASSWORD)
+    post(client, "/privacy/restrict", current_password=PASSWORD)
     assert runner.invoke(args=["users", "lift-restriction", "nobody@example.com"]).exit_code != 0
     lifted = runner.invoke(
         args=["users", "lift-restriction", "ADA@example.com", "--operator", "sam"]
@@ -93,16 +93,16 @@ def test_lift_by_cli_lets_the_user_sign_in_again(
 
 
 def test_restriction_and_deletion_exclude_each_other(client: Any, user: Any) -> None:
-    ppost(client, "/privacy/delete", current_password=PASSWORD)
-    refused = ppost(client, "/privacy/restrict", htmx=True, current_password=PASSWORD)
+    post(client, "/privacy/delete", current_password=PASSWORD)
+    refused = post(client, "/privacy/restrict", htmx=True, current_password=PASSWORD)
     assert refused.status_code == 422
     assert "Cancel the deletion first." in refused.get_data(as_text=True)
     assert user_row("ada@example.com").status == "deletionRequested"
 
 
 def test_while_restricted_a_deletion_request_is_refused(client: Any, user: Any) -> None:
-    ppost(client, "/privacy/restrict", current_password=PASSWORD)
-    outcome = profile_commands.request_deletion(user_row("ada@example.com"), PASSWORD)
+    post(client, "/privacy/restrict", current_password=PASSWORD)
+    outcome = deletion.request_deletion(user_row("ada@example.com"), PASSWORD)
     assert not outcome.ok and outcome.key == "privacy.delete.restricted"
     assert user_row("ada@example.com").status == "restricted"
 
@@ -110,8 +110,8 @@ def test_while_restricted_a_deletion_request_is_refused(client: Any, user: Any) 
 def test_an_export_requested_before_restricting_is_not_built(
     client: Any, user: Any, work: Any, app: Any
 ) -> None:
-    ppost(client, "/privacy/export", htmx=True)
-    ppost(client, "/privacy/restrict", current_password=PASSWORD)
+    post(client, "/privacy/export", htmx=True)
+    post(client, "/privacy/restrict", current_password=PASSWORD)
     work()
     with db.reading() as conn:
         (job,) = list(conn.execute(select(export_jobs)))

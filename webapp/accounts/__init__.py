@@ -1,5 +1,8 @@
-"""The accounts feature: the event-sourced user aggregate, sign-up and sign-in,
-email verification and erasure."""
+"""The accounts feature: the `Account` and its rules (account.py), one module
+per capability (registration, change_email, change_password, reset, signins,
+language, deletion, restriction, erase_accounts), the user stream's one event
+declaration (events.py) and the `users` table's one writer (projection.py).
+Code map: docs/accounts.md."""
 
 from flask import Flask
 
@@ -7,7 +10,7 @@ from flask import Flask
 def init_app(app: Flask) -> None:
     """Register this feature's routes, projections and jobs."""
     from webapp.accounts import (
-        erase_job,
+        erase_accounts,
         i18n,
         projection,
         ratelimit,
@@ -17,7 +20,7 @@ def init_app(app: Flask) -> None:
         views,
     )
 
-    del erase_job, tables  # imported for their registrations
+    del erase_accounts, tables  # imported for their registrations
     projection.register()
     i18n.init_app(app)
     ratelimit.init_app(app)

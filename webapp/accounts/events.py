@@ -1,42 +1,101 @@
-"""The user aggregate's event types. Personal data in payloads is sealed (crypto.py)."""
+"""Every event type of the user's stream (`user/<id>`), declared once: its name,
+its payload fields, and which of them are sealed with the user's key (crypto.py).
+
+Accounts, the privacy center and the console all append to this stream; they
+take the types from here, and `stream.append` seals the fields named here, so
+no command seals (or forgets to seal) a field by hand.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 AGGREGATE = "user"
 
-REGISTERED = "user.registered"  # email, password_hash, session_token (sealed); language
-EMAIL_CHANGED = "user.email-changed"  # email, previous_email (sealed)
-EMAIL_VERIFIED = "user.email-verified"  # email (sealed): the address that was verified
-EMAIL_CHANGE_REVERTED = (
-    "user.email-change-reverted"  # email, session_token (sealed); reverted_version
-)
-PASSWORD_CHANGED = "user.password-changed"  # password_hash, session_token (sealed)
-PASSWORD_REHASHED = "user.password-rehashed"  # password_hash (sealed): new cost parameters
-LANGUAGE_CHANGED = "user.language-changed"  # language
-SESSIONS_REVOKED = "user.sessions-revoked"  # session_token (sealed)
-PASSWORD_RESET_REQUESTED = "user.password-reset-requested"  # (no payload): voids older links
-PASSWORD_RESET = "user.password-reset"  # password_hash, session_token (sealed): by a link
-DELETION_REQUESTED = "user.deletion-requested"  # due_at (ISO 8601); session_token (sealed)
+
+@dataclass(frozen=True)
+class EventType:
+    name: str
+    fields: tuple[str, ...] = ()
+    sealed: frozenset[str] = frozenset()  # personal data: sealed with the user's key
+
+
+def _t(name: str, *fields: str, sealed: tuple[str, ...] = ()) -> EventType:
+    return EventType(name, fields, frozenset(sealed))
+
+
+DECLARED = {
+    t.name: t
+    for t in (
+        _t(
+            "user.registered",
+            *("email", "password_hash", "session_token", "language"),
+            sealed=("email", "password_hash", "session_token"),
+        ),
+        _t("user.email-changed", "email", "previous_email", sealed=("email", "previous_email")),
+        # ids too, so a waiting workflow can match user + address
+        _t("user.email-verified", "email", "user_id", "address_version", sealed=("email",)),
+        _t(
+            "user.email-change-reverted",
+            *("email", "session_token", "reverted_version"),
+            sealed=("email", "session_token"),
+        ),
+        _t(
+            "user.password-changed",
+            "password_hash",
+            "session_token",
+            sealed=("password_hash", "session_token"),
+        ),  # fmt: skip
+        _t("user.password-rehashed", "password_hash", sealed=("password_hash",)),  # new cost
+        _t("user.language-changed", "language"),
+        _t("user.sessions-revoked", "session_token", sealed=("session_token",)),
+        _t("user.password-reset-requested"),  # voids older reset links
+        _t(
+            "user.password-reset",
+            "password_hash",
+            "session_token",
+            sealed=("password_hash", "session_token"),
+        ),  # fmt: skip
+        # due_at: ISO 8601; via: "link" when confirmed by the signed-out link
+        _t("user.deletion-requested", "due_at", "session_token", "via", sealed=("session_token",)),
+        _t("user.deletion-cancelled"),
+        _t("user.deletion-link-requested", "request_id"),  # binds the signed-out link
+        _t("user.restricted", "session_token", sealed=("session_token",)),  # every session ends
+        _t("user.restriction-lifted"),  # by an operator (the event's actor)
+        _t("user.export-requested", "job_id"),
+        _t("user.export-completed", "job_id", "expires_at", "bytes"),
+        _t("user.export-failed", "job_id", "reason"),  # a word, never personal data
+        _t("user.admin-granted"),  # the console (webapp/admin); actor in the metadata
+        _t("user.admin-revoked"),
+        _t("user.erased"),
+    )
+}
+
+REGISTERED = "user.registered"
+EMAIL_CHANGED = "user.email-changed"
+EMAIL_VERIFIED = "user.email-verified"
+EMAIL_CHANGE_REVERTED = "user.email-change-reverted"
+PASSWORD_CHANGED = "user.password-changed"
+PASSWORD_REHASHED = "user.password-rehashed"
+LANGUAGE_CHANGED = "user.language-changed"
+SESSIONS_REVOKED = "user.sessions-revoked"
+PASSWORD_RESET_REQUESTED = "user.password-reset-requested"
+PASSWORD_RESET = "user.password-reset"
+DELETION_REQUESTED = "user.deletion-requested"
 DELETION_CANCELLED = "user.deletion-cancelled"
+DELETION_LINK_REQUESTED = "user.deletion-link-requested"
+RESTRICTED = "user.restricted"
+RESTRICTION_LIFTED = "user.restriction-lifted"
+EXPORT_REQUESTED = "user.export-requested"
+EXPORT_COMPLETED = "user.export-completed"
+EXPORT_FAILED = "user.export-failed"
+ADMIN_GRANTED = "user.admin-granted"
+ADMIN_REVOKED = "user.admin-revoked"
 ERASED = "user.erased"
 
-ALL = (
-    REGISTERED,
-    EMAIL_CHANGED,
-    EMAIL_VERIFIED,
-    EMAIL_CHANGE_REVERTED,
-    PASSWORD_CHANGED,
-    PASSWORD_REHASHED,
-    LANGUAGE_CHANGED,
-    SESSIONS_REVOKED,
-    PASSWORD_RESET_REQUESTED,
-    PASSWORD_RESET,
-    DELETION_REQUESTED,
-    DELETION_CANCELLED,
-    ERASED,
-)
+ALL = tuple(DECLARED)
 
+# The `users.status` words (the projection writes them, account.py reads them).
 ACTIVE = "active"
 DELETION_REQUESTED_STATUS = "deletionRequested"
-# Processing restricted (Art. 18, webapp/privacy): sign-in refused until an operator lifts it.
-RESTRICTED_STATUS = "restricted"
+RESTRICTED_STATUS = "restricted"  # processing restricted (Art. 18): frozen until lifted

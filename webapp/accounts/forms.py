@@ -10,12 +10,12 @@ from flask_babel import gettext
 from wtforms import BooleanField, PasswordField, StringField
 from wtforms.validators import ValidationError
 
-from webapp.accounts import emails, passwords
+from webapp.accounts import addresses, passwords
 from webapp.forms import Form, check, required
 
 
 def email_problem(value: str) -> str | None:
-    error = emails.check(value).error  # invalid, or a look-alike address
+    error = addresses.check(value).error  # invalid, or a look-alike address
     return gettext(error) if error else None
 
 
@@ -32,7 +32,7 @@ class RegisterForm(Form):
     confirm = PasswordField(validators=[required("auth.register.confirmRequired")])
 
     def validate_password(self, field: Any) -> None:
-        problem = policy_problem(field.data, emails.normalize(self.email.data or "") or "")
+        problem = policy_problem(field.data, addresses.normalize(self.email.data or "") or "")
         if problem:
             raise ValidationError(problem)
 

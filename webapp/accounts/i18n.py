@@ -1,6 +1,6 @@
 """Languages (Flask-Babel): English and German.
 
-Message ids are the stable i18n keys of the original (e.g. `profile.password.success`),
+Message ids are stable i18n keys (e.g. `profile.password.success`),
 and English is a catalog like any other (`translations/en`), so a wording change
 never changes an id and a missing text is caught by tests instead of shipping a key.
 The user's stored choice wins, else the browser's Accept-Language, else English.

@@ -22,11 +22,13 @@ from flask_babel import gettext
 from flask_login import current_user, logout_user
 
 from webapp import forms as forms_core
-from webapp.accounts import emails, ratelimit, reset
-from webapp.accounts.commands import Outcome
+from webapp import pages
+from webapp.accounts import addresses, ratelimit, reset
 from webapp.accounts.forms import ResetPasswordForm, ResetRequestForm
+from webapp.accounts.result import Result
 
 bp = Blueprint("reset", __name__)
+pages.no_store(bp, no_referrer=True)  # the token is in the URL
 
 
 def _render(name: str, code: int = 200, success: str | None = None, **ctx: object) -> Response:
@@ -42,7 +44,7 @@ def _render(name: str, code: int = 200, success: str | None = None, **ctx: objec
     return resp
 
 
-def _text(outcome: Outcome) -> str:
+def _text(outcome: Result) -> str:
     return gettext(outcome.key, **outcome.params)
 
 
@@ -56,8 +58,8 @@ def request_link() -> Response:
         return _render("reset_request", 429, form=form)
     if not form.validate():
         return _render("reset_request", 422, form=form)
-    sent = _text(Outcome(True, reset.SENT))
-    address = emails.normalize(form.email.data)
+    sent = _text(Result(True, reset.SENT))
+    address = addresses.normalize(form.email.data)
     if address is not None and not ratelimit.hit("reset-account", address):
         # Enough links went to this address lately: the same answer, no mail.
         return _render("reset_request", form=ResetRequestForm(), success=sent)
@@ -68,7 +70,7 @@ def request_link() -> Response:
     return _render("reset_request", form=ResetRequestForm(), success=sent)
 
 
-def _invalid(token: str, outcome: Outcome) -> Response:
+def _invalid(token: str, outcome: Result) -> Response:
     """The link cannot be used (unknown, spent, expired): no form, a way to ask anew."""
     status = {"kind": "error", "text": _text(outcome)}
     resp = _render("reset_password", 400, token=token, status=status, invalid=True)
@@ -102,18 +104,8 @@ def set_password(token: str) -> Response:
     flash(outcome.key)
     target = url_for("accounts.login")
     if forms_core.is_fragment():
-        resp = make_response("", 200)
-        resp.headers["HX-Redirect"] = target
-        resp.vary.add("HX-Request")
-        return resp
+        return pages.htmx_redirect(target)
     return redirect(target, 303)  # type: ignore[return-value]
-
-
-@bp.after_request
-def _no_store(resp: Response) -> Response:
-    resp.headers["Cache-Control"] = "no-store"
-    resp.headers["Referrer-Policy"] = "no-referrer"  # the token is in the URL
-    return resp
 
 
 def init_app(app: Flask) -> None:

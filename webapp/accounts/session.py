@@ -92,7 +92,7 @@ def sign_out() -> None:
         signins.end(current_user, current_user.sign_in)
     session.clear()
     # After the clear: logout_user() marks the remember cookie for deletion in
-    # the session, which the clear would otherwise throw away (finding 3).
+    # the session, which the clear would otherwise throw away.
     logout_user()
 
 

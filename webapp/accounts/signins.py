@@ -1,4 +1,5 @@
-"""Server-side sign-ins: one row per browser that signed in.
+"""Sign-in and sessions: checking a password (and upgrading its hash), one
+server-side row per browser that signed in, and ending sessions.
 
 The browser holds a random secret (in its session cookie and, with "Remember
 me", its remember cookie); the row holds only its sha256. A session is valid
@@ -11,15 +12,26 @@ every other row of the user; an email-change revert and erasure delete them all.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, insert, select
 
 from webapp import clock, db
+from webapp.accounts import addresses, passwords
+from webapp.accounts import events as ev
+from webapp.accounts.account import Account, Refusal
+from webapp.accounts.credentials import hasher
+from webapp.accounts.result import Result
+from webapp.accounts.stream import RowChange, append_to, change, unsealed
 from webapp.accounts.tables import user_sessions, users
-from webapp.accounts.users import User, from_row
+from webapp.accounts.users import User, find_by_email, from_row, get_user
+from webapp.eventstore import Event, VersionConflict
 from webapp.tenants import DEFAULT_TENANT
+
+log = logging.getLogger(__name__)
 
 LIFETIME = timedelta(days=30)  # as long as the remember-me cookie
 
@@ -106,3 +118,63 @@ def purge_expired(tenant_id: str, now: datetime) -> int:
             )
         )
     return int(result.rowcount or 0)
+
+
+# --- checking the password -------------------------------------------------------
+_DUMMY_HASH: dict[tuple[int, int, int], str] = {}
+
+
+def authenticate(email_raw: str, password: str) -> User | None:
+    """The user when the address and password match, else None (same cost either way)."""
+    ph = hasher()
+    email = addresses.normalize(email_raw)
+    with db.reading() as conn:
+        user = find_by_email(conn, email) if email else None
+    if user is None:
+        params = (ph.time_cost, ph.memory_cost, ph.parallelism)
+        if params not in _DUMMY_HASH:
+            _DUMMY_HASH[params] = ph.hash(secrets.token_urlsafe(16))
+        passwords.verify_password(ph, _DUMMY_HASH[params], password)
+        return None
+    if not passwords.verify_password(ph, user.password_hash, password):
+        return None
+    if passwords.needs_rehash(ph, user.password_hash):
+        try:
+            with db.transaction() as conn:
+                now = get_user(conn, user.id)
+                decision = Account(now).rehash_password(ph.hash(password))
+                if now is not None and not isinstance(decision, Refusal):
+                    append_to(conn, now, decision)
+        except VersionConflict:
+            log.info("rehash skipped: concurrent change", extra={"user": user.id})
+        with db.reading() as conn:
+            user = get_user(conn, user.id) or user
+    return user
+
+
+def refusal(user: User) -> Refusal | None:
+    """Why `user` (the right password given) may not sign in now, if so."""
+    return Account(user).sign_in()
+
+
+# --- ending sessions ----------------------------------------------------------------
+def revoke_other_sessions(user: User) -> Result:
+    """*Sign out other sessions*: a new session token; this browser stays."""
+    token = secrets.token_urlsafe(24)
+
+    return change(
+        user,
+        lambda account: account.revoke_other_sessions(token),
+        Result(True, "profile.account.sessionsRevoked", session_token=token),
+        lambda conn, row: end_others(conn, row, keep=user.sign_in),
+    )
+
+
+def _token_row(conn: Connection, e: Event) -> dict[str, Any]:
+    return {"session_token": unsealed(conn, e, "session_token")}
+
+
+ROW_CHANGES: dict[str, RowChange] = {
+    ev.SESSIONS_REVOKED: _token_row,
+    ev.PASSWORD_REHASHED: lambda conn, e: {"password_hash": unsealed(conn, e, "password_hash")},
+}

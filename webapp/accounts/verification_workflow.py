@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import webapp.workflows as wf
 from webapp import db
 from webapp.accounts import events as ev
-from webapp.accounts import mails, users
-from webapp.workflows.definition import builders as wf
-from webapp.workflows.definition import match
-from webapp.workflows.triggers import registry
+from webapp.accounts import registration, users
+from webapp.accounts.account import Account
 
 WAIT = "PT24H"
 
@@ -30,7 +29,7 @@ WAIT = "PT24H"
 def _current_user(ctx: Any) -> users.User | None:
     with db.reading() as conn:
         user = users.get_user(conn, ctx.trigger.aggregate_id, ctx.trigger.tenant_id)
-        if user is None or user.email_verified:
+        if user is None or not Account(user).awaits_verification:
             return None
         if users.address_version(conn, user) != ctx.trigger.version:
             return None  # the address changed since: the newer run takes over
@@ -41,16 +40,19 @@ def send_reminder(ctx: Any) -> str:
     if _current_user(ctx) is None:
         return "skipped"
     with db.transaction() as conn:
-        recorded = mails.record_verification(
-            conn, ctx.trigger.tenant_id, ctx.trigger.aggregate_id, mails.VERIFICATION_REMINDER
+        recorded = registration.record_verification(
+            conn,
+            ctx.trigger.tenant_id,
+            ctx.trigger.aggregate_id,
+            registration.VERIFICATION_REMINDER,
         )
     return "recorded" if recorded else "already recorded"
 
 
 def _awaited(ctx: Any) -> Any:
-    return match.all_(
-        match.eq("user_id", ctx.trigger.aggregate_id),
-        match.eq("address_version", ctx.trigger.version),
+    return wf.match.all_(
+        wf.match.eq("user_id", ctx.trigger.aggregate_id),
+        wf.match.eq("address_version", ctx.trigger.version),
     )
 
 
@@ -76,5 +78,5 @@ ON_EMAIL_CHANGED = _define("email-verification-changed", ev.EMAIL_CHANGED)
 
 
 def register() -> None:
-    registry.register(ON_REGISTERED)
-    registry.register(ON_EMAIL_CHANGED)
+    wf.register(ON_REGISTERED)
+    wf.register(ON_EMAIL_CHANGED)

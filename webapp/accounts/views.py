@@ -16,20 +16,21 @@ from flask import (
 from flask_babel import gettext
 from flask_login import current_user
 
-from webapp.accounts import auth, emails, i18n, links, ratelimit
-from webapp.accounts import events as ev
-from webapp.accounts.commands import Outcome
+from webapp import pages
+from webapp.accounts import addresses, change_email, i18n, ratelimit, registration, signins
 from webapp.accounts.forms import LoginForm, RegisterForm, ResetPasswordForm
+from webapp.accounts.result import Result
 from webapp.accounts.session import safe_next, sign_in, sign_out
 
 bp = Blueprint("accounts", __name__)
+pages.no_store(bp)
 
 
 def page(template: str, code: int = 200, **ctx: object) -> Response:
     return make_response(render_template(template, **ctx), code)
 
 
-def status(outcome: Outcome) -> int:
+def status(outcome: Result) -> int:
     return 200 if outcome.ok else outcome.status or 400
 
 
@@ -43,7 +44,7 @@ def register() -> Response:
         return page("accounts/register.html", 429, form=form)
     if not form.validate():  # every error of the submit at once, in field order
         return page("accounts/register.html", 422, form=form)
-    outcome = auth.register(
+    outcome = registration.register(
         form.email.data, form.password.data, form.confirm.data, i18n.current_language()
     )
     if not outcome.ok:
@@ -63,22 +64,22 @@ def login() -> Response:
     if not form.validate():
         return page("accounts/login.html", 422, form=form, next=next_url)
     email = form.email.data
-    account_key = emails.normalize(email) or email.strip().lower()[:320]
+    account_key = addresses.normalize(email) or email.strip().lower()[:320]
     limited = not ratelimit.hit("login-ip", ratelimit.client_ip()) or not ratelimit.allowed(
         "login-account", account_key
     )
     if limited:
         form.add_error(None, gettext("auth.errors.tooManyAttempts"))
         return page("accounts/login.html", 429, form=form, next=next_url)
-    user = auth.authenticate(email, form.password.data)
+    user = signins.authenticate(email, form.password.data)
     if user is None:
         ratelimit.hit("login-account", account_key)
         # Not one field's fault (and no hint which): a form-wide error.
         form.add_error(None, gettext("auth.login.failed"), link_to="email")
         return page("accounts/login.html", 422, form=form, next=next_url)
-    if user.status == ev.RESTRICTED_STATUS:
-        # Only after the right password, so the refusal tells nobody else anything.
-        form.add_error(None, gettext("privacy.restrict.restricted"))
+    refused = signins.refusal(user)  # only after the right password: it tells nobody else
+    if refused:
+        form.add_error(None, gettext(refused.key))
         return page("accounts/login.html", 403, form=form, next=next_url)
     sign_in(user, remember=bool(form.remember.data))
     return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
@@ -95,26 +96,26 @@ def logout() -> Response:
 def verify_email_page(token: str) -> Response:
     # GET never changes anything (mail scanners prefetch links): it checks the
     # link and offers a button; the POST below spends it.
-    outcome = links.check_verification(token)
+    outcome = registration.check_verification(token)
     return page("accounts/verify.html", 200 if outcome.ok else 400, token=token, outcome=outcome)
 
 
 @bp.post("/verify-email/<token>")
 def verify_email(token: str) -> Response:
-    outcome = links.verify_email(token)
+    outcome = registration.verify_email(token)
     return page("accounts/verify.html", status(outcome), token=token, outcome=outcome, done=True)
 
 
 @bp.get("/email-change/revert/<token>")
 def revert_page(token: str) -> Response:
-    outcome = links.check_revert(token)
+    outcome = change_email.check_revert(token)
     return page("accounts/revert.html", 200 if outcome.ok else 400, token=token, outcome=outcome)
 
 
 @bp.post("/email-change/revert/<token>")
 def revert(token: str) -> Response:
     signed_in = current_user.is_authenticated  # loaded before the revert ends the session
-    outcome = links.revert_email_change(token)
+    outcome = change_email.revert_email_change(token)
     if outcome.ok and signed_in:
         sign_out()  # its sign-in row is gone already; drop the cookies too
     return page(
@@ -125,12 +126,6 @@ def revert(token: str) -> Response:
         done=True,
         reset_form=ResetPasswordForm(),  # the offer to set a new password
     )
-
-
-@bp.after_request
-def _no_store(resp: Response) -> Response:
-    resp.headers["Cache-Control"] = "no-store"
-    return resp
 
 
 def init_app(app: Flask) -> None:

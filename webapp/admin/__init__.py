@@ -12,7 +12,7 @@ from typing import Any
 from flask import Flask, current_app
 from flask_babel import gettext
 
-from webapp.admin import access, grants, present, queries, views_ops, views_queues, views_runs
+from webapp.admin import access, present, queries, views_ops, views_queues, views_runs
 from webapp.admin import cli as _cli  # noqa: F401  (registers `flask users grant-admin|revoke-admin`)
 
 __all__ = ["init_app"]
@@ -44,5 +44,4 @@ def _helpers() -> dict[str, Any]:
 
 
 def init_app(app: Flask) -> None:
-    grants.register()  # cli: its commands sit on the app's `flask users` group
     access.init_app(app)

@@ -53,7 +53,7 @@ def _node(node: Any, top: bool) -> str:
 
 def match_text(expr: Any) -> str:
     """`userId = "u1" and addressVersion = 3` for the stored expression (see
-    webapp/workflows/match.py); "any event" when there is none."""
+    webapp/workflows/definition/match.py); "any event" when there is none."""
     if expr is None:
         return "any event"
     if not isinstance(expr, dict) or "expr" not in expr:

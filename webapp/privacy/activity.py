@@ -20,12 +20,11 @@ from typing import Any
 from flask_babel import lazy_gettext
 from sqlalchemy import Connection, and_, or_, select
 
-from webapp.accounts import events as account_events
-from webapp.accounts import mails as account_mails
+from webapp.accounts import account, change_email, change_password, deletion, registration, reset
+from webapp.accounts import events as ev
 from webapp.accounts.users import User
 from webapp.eventstore.tables import events
 from webapp.mail.outbox.tables import mail_outbox
-from webapp.privacy import events as ev
 from webapp.privacy import mails
 
 PAGE = 20
@@ -34,17 +33,17 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # event type -> what the person did or what happened to their account
 EVENT_TEXTS = {
-    account_events.REGISTERED: "privacy.activity.registered",
-    account_events.EMAIL_CHANGED: "privacy.activity.emailChanged",
-    account_events.EMAIL_VERIFIED: "privacy.activity.emailVerified",
-    account_events.EMAIL_CHANGE_REVERTED: "privacy.activity.emailChangeReverted",
-    account_events.PASSWORD_CHANGED: "privacy.activity.passwordChanged",
-    account_events.PASSWORD_RESET_REQUESTED: "privacy.activity.passwordResetRequested",
-    account_events.PASSWORD_RESET: "privacy.activity.passwordReset",
-    account_events.LANGUAGE_CHANGED: "privacy.activity.languageChanged",
-    account_events.SESSIONS_REVOKED: "privacy.activity.sessionsRevoked",
-    account_events.DELETION_REQUESTED: "privacy.activity.deletionRequested",
-    account_events.DELETION_CANCELLED: "privacy.activity.deletionCancelled",
+    ev.REGISTERED: "privacy.activity.registered",
+    ev.EMAIL_CHANGED: "privacy.activity.emailChanged",
+    ev.EMAIL_VERIFIED: "privacy.activity.emailVerified",
+    ev.EMAIL_CHANGE_REVERTED: "privacy.activity.emailChangeReverted",
+    ev.PASSWORD_CHANGED: "privacy.activity.passwordChanged",
+    ev.PASSWORD_RESET_REQUESTED: "privacy.activity.passwordResetRequested",
+    ev.PASSWORD_RESET: "privacy.activity.passwordReset",
+    ev.LANGUAGE_CHANGED: "privacy.activity.languageChanged",
+    ev.SESSIONS_REVOKED: "privacy.activity.sessionsRevoked",
+    ev.DELETION_REQUESTED: "privacy.activity.deletionRequested",
+    ev.DELETION_CANCELLED: "privacy.activity.deletionCancelled",
     ev.EXPORT_REQUESTED: "privacy.activity.exportRequested",
     ev.EXPORT_COMPLETED: "privacy.activity.exportCompleted",
     ev.EXPORT_FAILED: "privacy.activity.exportFailed",
@@ -54,20 +53,20 @@ EVENT_TEXTS = {
 
 # outbox kind -> the mail we sent
 MAIL_TEXTS = {
-    account_mails.VERIFICATION: "privacy.activity.mail.verification",
-    account_mails.VERIFICATION_RESEND: "privacy.activity.mail.verification",
-    account_mails.VERIFICATION_REMINDER: "privacy.activity.mail.verification",
-    account_mails.EMAIL_CHANGED: "privacy.activity.mail.emailChanged",
-    account_mails.PASSWORD_CHANGED: "privacy.activity.mail.passwordChanged",
-    account_mails.PASSWORD_RESET: "privacy.activity.mail.passwordReset",
-    account_mails.REGISTRATION_ATTEMPT: "privacy.activity.mail.registrationAttempt",
-    account_mails.DELETION_REQUESTED: "privacy.activity.mail.deletionRequested",
-    account_mails.DELETION_CANCELLED: "privacy.activity.mail.deletionCancelled",
-    account_mails.RESTRICTED: "privacy.activity.mail.restricted",
-    account_mails.RESTRICTION_LIFTED: "privacy.activity.mail.restrictionLifted",
+    registration.VERIFICATION: "privacy.activity.mail.verification",
+    registration.VERIFICATION_RESEND: "privacy.activity.mail.verification",
+    registration.VERIFICATION_REMINDER: "privacy.activity.mail.verification",
+    change_email.EMAIL_CHANGED: "privacy.activity.mail.emailChanged",
+    change_password.PASSWORD_CHANGED: "privacy.activity.mail.passwordChanged",
+    reset.PASSWORD_RESET: "privacy.activity.mail.passwordReset",
+    registration.REGISTRATION_ATTEMPT: "privacy.activity.mail.registrationAttempt",
+    deletion.DELETION_REQUESTED: "privacy.activity.mail.deletionRequested",
+    deletion.DELETION_CANCELLED: "privacy.activity.mail.deletionCancelled",
+    account.RESTRICTED_MAIL: "privacy.activity.mail.restricted",
+    account.RESTRICTION_LIFTED_MAIL: "privacy.activity.mail.restrictionLifted",
     mails.EXPORT_READY: "privacy.activity.mail.exportReady",
     mails.EXPORT_FAILED: "privacy.activity.mail.exportFailed",
-    mails.DELETION_LINK: "privacy.activity.mail.deletionLink",
+    deletion.DELETION_LINK: "privacy.activity.mail.deletionLink",
 }
 
 
@@ -124,7 +123,7 @@ def _events(conn: Connection, user: User, before: Cursor | None) -> list[Entry]:
         select(c.version, c.type, c.recorded_at)
         .where(
             c.tenant_id == user.tenant_id,
-            c.aggregate_type == account_events.AGGREGATE,
+            c.aggregate_type == ev.AGGREGATE,
             c.aggregate_id == user.id,
             c.type.in_(list(EVENT_TEXTS)),
             _older(c.recorded_at, c.version, EVENT, before),

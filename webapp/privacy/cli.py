@@ -8,8 +8,9 @@ from flask import Flask
 from flask.cli import AppGroup
 
 from webapp import actors, db
+from webapp.accounts import restriction
 from webapp.cli import users_cli
-from webapp.privacy import downloads, exports, restriction
+from webapp.privacy import downloads, exports
 
 exports_cli = AppGroup("exports", help="Data exports of the privacy center.")
 

@@ -18,17 +18,17 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import Connection, select, update
 
+import webapp.workflows as wf
 from webapp import clock, db
-from webapp.accounts.events import RESTRICTED_STATUS
-from webapp.accounts.users import get_user, stream_of
-from webapp.eventstore import ANY, Metadata, NewEvent, append
+from webapp.accounts import events as ev
+from webapp.accounts import stream
+from webapp.accounts.account import Account
+from webapp.accounts.users import get_user
+from webapp.eventstore import ANY, NewEvent
 from webapp.privacy import bundle, downloads, exports, mails
-from webapp.privacy import events as ev
 from webapp.privacy.exports import Job
 from webapp.privacy.tables import PENDING, RUNNING, export_jobs
-from webapp.workflows.definition import builders as wf
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.triggers import registry
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def claim(conn: Connection, ctx: RunContext, payload: Any) -> dict[str, Any]:
     if job is None or job.status != PENDING:
         return {"claimed": False}
     user = get_user(conn, job.user_id, job.tenant_id)
-    if user is None or user.status == RESTRICTED_STATUS:
+    if user is None or not Account(user).may_be_processed():
         fail(conn, job, "restricted" if user else "gone")  # processing is paused
         return {"claimed": False}
     conn.execute(
@@ -108,13 +108,8 @@ def fail(conn: Connection, job: Job, reason: str) -> None:
             .values(status="failed", completed_at=clock.now(), error=reason[:200])
         )
         return
-    append(
-        conn,
-        stream_of(job.tenant_id, job.user_id),
-        [NewEvent(ev.EXPORT_FAILED, {"job_id": job.id, "reason": reason[:200]})],
-        ANY,
-        Metadata(actor=ACTOR),
-    )
+    failed = NewEvent(ev.EXPORT_FAILED, {"job_id": job.id, "reason": reason[:200]})
+    stream.append(conn, job.tenant_id, job.user_id, ANY, (failed,), actor=ACTOR)
     mails.record_export_failed(conn, user)
 
 
@@ -129,18 +124,11 @@ def finish(conn: Connection, ctx: RunContext, payload: Any) -> dict[str, Any]:
         return {"finished": "failed"}
     expires_at = clock.now() + timedelta(days=current_app.config["APP_CONFIG"].export_valid_days)
     token = downloads.issue(conn, job.id, expires_at)
-    append(
-        conn,
-        stream_of(job.tenant_id, job.user_id),
-        [
-            NewEvent(
-                ev.EXPORT_COMPLETED,
-                {"job_id": job.id, "expires_at": expires_at.isoformat(), "bytes": built["bytes"]},
-            )
-        ],
-        ANY,
-        Metadata(actor=ACTOR),
+    done = NewEvent(
+        ev.EXPORT_COMPLETED,
+        {"job_id": job.id, "expires_at": expires_at.isoformat(), "bytes": built["bytes"]},
     )
+    stream.append(conn, job.tenant_id, job.user_id, ANY, (done,), actor=ACTOR)
     mails.record_export_ready(conn, user, token, expires_at)
     return {"finished": "done"}
 
@@ -163,6 +151,6 @@ EXPORT = wf.workflow(
 
 
 def register() -> None:
-    registry.register_handler("privacy.export.claim", claim)
-    registry.register_handler("privacy.export.finish", finish)
-    registry.register(EXPORT)
+    wf.register_handler("privacy.export.claim", claim)
+    wf.register_handler("privacy.export.finish", finish)
+    wf.register(EXPORT)

@@ -12,11 +12,10 @@ from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 
 from webapp import db
-from webapp.accounts import events as account_events
-from webapp.accounts.commands import Outcome, append_to, fresh, retry_on_conflict
+from webapp.accounts.account import Account, Refusal
+from webapp.accounts.result import Result, retry_on_conflict
+from webapp.accounts.stream import append_to, fresh
 from webapp.accounts.users import User
-from webapp.eventstore import NewEvent
-from webapp.privacy import events as ev
 from webapp.privacy.tables import ACTIVE, export_jobs
 
 
@@ -90,29 +89,26 @@ def listing(conn: Connection, limit: int = 50) -> list[Job]:
     return [_job(r) for r in rows]
 
 
-def request_export(user: User) -> Outcome:
+def request_export(user: User) -> Result:
     """Start an export unless one is pending or running (then that one stands):
     a double click, a second tab or a second process all end with one job."""
 
-    def attempt() -> Outcome:
+    def attempt() -> Result:
         try:
             with db.transaction() as conn:
                 row = fresh(conn, user)
-                # Allowed during a deletion's grace period (take a copy, then go);
-                # a restricted account is frozen.
-                if row.status == account_events.RESTRICTED_STATUS:
-                    return Outcome.error("privacy.export.notActive")
+                job_id = str(uuid.uuid4())
+                decision = Account(row).request_export(job_id)
+                if isinstance(decision, Refusal):
+                    return Result.refused(decision)
                 current = active(conn, row)
                 if current is not None:
-                    return Outcome(True, "privacy.export.pending", {"job_id": current.id})
-                job_id = str(uuid.uuid4())
-                append_to(conn, row, NewEvent(ev.EXPORT_REQUESTED, {"job_id": job_id}))
+                    return Result(True, "privacy.export.pending", {"job_id": current.id})
+                append_to(conn, row, decision)
         except IntegrityError:  # the other process's job won the partial unique index
             with db.reading() as conn:
                 current = active(conn, user)
-            return Outcome(
-                True, "privacy.export.pending", {"job_id": current.id if current else ""}
-            )
-        return Outcome(True, "privacy.export.pending", {"job_id": job_id})
+            return Result(True, "privacy.export.pending", {"job_id": current.id if current else ""})
+        return Result(True, "privacy.export.pending", {"job_id": job_id})
 
     return retry_on_conflict(attempt)

@@ -3,11 +3,11 @@ the database nor the password), and each section's empty form."""
 
 from __future__ import annotations
 
-from wtforms import PasswordField, StringField
+from wtforms import StringField
 
+from webapp import danger_zone
 from webapp.accounts.forms import email_problem
-from webapp.forms import Form, check, required
-from webapp.profile import forms as profile_forms
+from webapp.forms import Form, check, current_password, required
 
 
 class ExportForm(Form):
@@ -22,9 +22,7 @@ class ActivityForm(Form):
 
 class RestrictForm(Form):
     id_prefix = "privacy-restrict"
-    current_password = PasswordField(
-        validators=[required("profile.errors.currentPasswordRequired")]
-    )
+    current_password = current_password()
 
 
 class DeleteLinkForm(Form):
@@ -33,8 +31,8 @@ class DeleteLinkForm(Form):
 
 
 def blank(section: str, deletion_requested: bool = False) -> Form:
-    if section == "danger":  # the profile's danger zone, reused as it is
-        return profile_forms.blank(section, deletion_requested)
+    if section == danger_zone.SECTION:  # the danger zone the profile shows too
+        return danger_zone.blank(deletion_requested)
     forms: dict[str, type[Form]] = {
         "export": ExportForm,
         "activity": ActivityForm,

@@ -1,25 +1,19 @@
-"""The privacy center's mails, recorded in the outbox in the transaction of the
-change that causes them (accounts/mails.py's `record`: the user's language, and
-nothing but the lawful notices while processing is restricted)."""
+"""The export's mails, recorded in the outbox in the transaction of the change
+that causes them (webapp/accounts/notices.py's `record`: the user's language,
+and nothing but the lawful notices while processing is restricted)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from flask import current_app
 from flask_babel import force_locale, format_date
 from sqlalchemy import Connection
 
-from webapp.accounts import mails as account_mails
+from webapp.accounts import notices
 from webapp.accounts.users import User
 
 EXPORT_READY = "export-ready"
 EXPORT_FAILED = "export-failed"
-DELETION_LINK = "deletion-link"
-
-
-def _base() -> str:
-    return str(current_app.config["APP_CONFIG"].base_url)
 
 
 def _date(user: User, when: datetime) -> str:
@@ -28,55 +22,15 @@ def _date(user: User, when: datetime) -> str:
 
 
 def record_export_ready(conn: Connection, user: User, token: str, expires_at: datetime) -> None:
-    account_mails.record(
+    notices.record(
         conn,
         user,
         EXPORT_READY,
-        "privacy.mail.exportReady.subject",
-        "privacy.mail.exportReady.body",
-        link=f"{_base()}/privacy/download/{token}",
+        "privacy.mail.exportReady",
+        f"/privacy/download/{token}",
         date=_date(user, expires_at),
     )
 
 
 def record_export_failed(conn: Connection, user: User) -> None:
-    account_mails.record(
-        conn,
-        user,
-        EXPORT_FAILED,
-        "privacy.mail.exportFailed.subject",
-        "privacy.mail.exportFailed.body",
-        link=f"{_base()}/privacy",
-    )
-
-
-def record_restricted(conn: Connection, user: User) -> None:
-    account_mails.record(
-        conn,
-        user,
-        account_mails.RESTRICTED,
-        "privacy.mail.restricted.subject",
-        "privacy.mail.restricted.body",
-    )
-
-
-def record_restriction_lifted(conn: Connection, user: User) -> None:
-    account_mails.record(
-        conn,
-        user,
-        account_mails.RESTRICTION_LIFTED,
-        "privacy.mail.restrictionLifted.subject",
-        "privacy.mail.restrictionLifted.body",
-        link=f"{_base()}/login",
-    )
-
-
-def record_deletion_link(conn: Connection, user: User, token: str) -> None:
-    account_mails.record(
-        conn,
-        user,
-        DELETION_LINK,
-        "privacy.mail.deletionLink.subject",
-        "privacy.mail.deletionLink.body",
-        link=f"{_base()}/delete-account/{token}",
-    )
+    notices.record(conn, user, EXPORT_FAILED, "privacy.mail.exportFailed", "/privacy")

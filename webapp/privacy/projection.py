@@ -1,5 +1,5 @@
-"""Inline projections of the privacy events: the `users` row (version, status,
-session token) and the `export_jobs` rows, updated in the append's transaction."""
+"""Inline projections of the export events: the `export_jobs` rows, updated in
+the append's transaction (the `users` row is the accounts' projection's)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,8 @@ from flask import current_app
 from sqlalchemy import Connection, delete, insert, select, update
 
 from webapp import db
-from webapp.accounts import events as account_events
-from webapp.accounts.crypto import unseal_for
-from webapp.accounts.tables import users
+from webapp.accounts import events as ev
 from webapp.eventstore import Event, register_inline
-from webapp.privacy import events as ev
 from webapp.privacy.tables import (
     DONE,
     FAILED,
@@ -24,14 +21,6 @@ from webapp.privacy.tables import (
     export_download_attempts,
     export_jobs,
 )
-
-
-def _user(conn: Connection, e: Event, **values: Any) -> None:
-    conn.execute(
-        update(users)
-        .where(users.c.tenant_id == e.tenant_id, users.c.id == e.aggregate_id)
-        .values(version=e.version, **values)
-    )
 
 
 def _job(conn: Connection, e: Event, **values: Any) -> None:
@@ -43,7 +32,6 @@ def _job(conn: Connection, e: Event, **values: Any) -> None:
 
 
 def on_export_requested(conn: Connection, e: Event) -> None:
-    _user(conn, e)
     # The partial unique index refuses a second active job of the same user.
     conn.execute(
         insert(export_jobs).values(
@@ -57,7 +45,6 @@ def on_export_requested(conn: Connection, e: Event) -> None:
 
 
 def on_export_completed(conn: Connection, e: Event) -> None:
-    _user(conn, e)
     _job(
         conn,
         e,
@@ -70,7 +57,6 @@ def on_export_completed(conn: Connection, e: Event) -> None:
 
 
 def on_export_failed(conn: Connection, e: Event) -> None:
-    _user(conn, e)
     _job(
         conn,
         e,
@@ -78,19 +64,6 @@ def on_export_failed(conn: Connection, e: Event) -> None:
         completed_at=e.recorded_at,
         error=str(e.payload.get("reason", "failed"))[:200],
     )
-
-
-def on_restricted(conn: Connection, e: Event) -> None:
-    token = unseal_for(conn, e.tenant_id, e.aggregate_id, e.payload["session_token"])
-    _user(conn, e, status=account_events.RESTRICTED_STATUS, session_token=token)
-
-
-def on_restriction_lifted(conn: Connection, e: Event) -> None:
-    _user(conn, e, status=account_events.ACTIVE)
-
-
-def on_version_only(conn: Connection, e: Event) -> None:
-    _user(conn, e)
 
 
 def on_erased(conn: Connection, e: Event) -> None:
@@ -131,9 +104,6 @@ def register() -> None:
         ev.EXPORT_REQUESTED: on_export_requested,
         ev.EXPORT_COMPLETED: on_export_completed,
         ev.EXPORT_FAILED: on_export_failed,
-        ev.RESTRICTED: on_restricted,
-        ev.RESTRICTION_LIFTED: on_restriction_lifted,
-        ev.DELETION_LINK_REQUESTED: on_version_only,
-        account_events.ERASED: on_erased,
+        ev.ERASED: on_erased,
     }.items():
         register_inline(event_type, handler)

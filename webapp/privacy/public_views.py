@@ -6,15 +6,16 @@ from __future__ import annotations
 from flask import Blueprint, Response, make_response, render_template, request
 from flask_babel import format_date, gettext
 
-from webapp import db
-from webapp.accounts import ratelimit
-from webapp.privacy import deletion_link, downloads
+from webapp import db, pages
+from webapp.accounts import deletion, ratelimit
+from webapp.privacy import downloads
 from webapp.privacy.export_workflow import folder
 from webapp.privacy.forms import DeleteLinkForm
 from webapp.privacy.views import export_file, not_available
 from webapp.tenants import DEFAULT_TENANT
 
 bp = Blueprint("privacy_public", __name__)
+pages.no_store(bp, no_referrer=True)  # the path carries a token
 
 
 @bp.get("/privacy/download/<token>")
@@ -47,13 +48,13 @@ def delete_account() -> Response:
         return _page("privacy/delete_account.html", 429, form=form)
     if not form.validate():
         return _page("privacy/delete_account.html", 422, form=form)
-    outcome = deletion_link.request_link(form.email.data)
+    outcome = deletion.request_link(form.email.data)
     return _page("privacy/delete_account.html", form=DeleteLinkForm(), sent=gettext(outcome.key))
 
 
 @bp.get("/delete-account/<token>")
 def delete_account_link(token: str) -> Response:
-    outcome = deletion_link.check_link(token)
+    outcome = deletion.check_link(token)
     return _page(
         "privacy/delete_confirm.html", 200 if outcome.ok else 400, token=token, outcome=outcome
     )
@@ -68,7 +69,7 @@ def delete_account_confirm(token: str) -> Response:
             token=token,
             message=gettext("auth.errors.tooManyAttempts"),
         )
-    outcome = deletion_link.confirm(token)
+    outcome = deletion.confirm_link(token)
     if not outcome.ok:
         return _page("privacy/delete_confirm.html", 400, token=token, outcome=outcome)
     date = format_date(outcome.params["due_at"], format="long")
@@ -82,10 +83,3 @@ def delete_account_confirm(token: str) -> Response:
 
 def _page(template: str, status: int = 200, **ctx: object) -> Response:
     return make_response(render_template(template, **ctx), status)
-
-
-@bp.after_request
-def _no_store(resp: Response) -> Response:
-    resp.headers["Cache-Control"] = "no-store"
-    resp.headers["Referrer-Policy"] = "no-referrer"  # the path carries a token
-    return resp

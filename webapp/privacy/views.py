@@ -2,14 +2,13 @@
 Delete account, each its own section answered alone to htmx (webapp/pages.py
 decides) and as the whole page without JavaScript.
 
-*Delete account* is the profile's danger zone itself: the same template
-(`profile/_danger.html`) and the same view code (`profile.views.request_deletion`
-and `cancel_deletion_on`), answered on this screen.
+*Delete account* is the danger zone the profile shows too (webapp/danger_zone.py,
+`_danger_zone.html`), answered on this screen; the rest of the plumbing is
+webapp/sections.py's.
 """
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from flask import (
@@ -25,20 +24,18 @@ from flask import (
 )
 from flask_babel import gettext
 from flask_login import login_required
-from werkzeug.exceptions import HTTPException
 
-from webapp import db, pages, security
+from webapp import danger_zone, db, pages, sections
 from webapp import forms as forms_core
-from webapp.accounts import ratelimit
-from webapp.accounts.commands import GENERIC, Outcome
+from webapp.accounts import ratelimit, restriction
+from webapp.accounts.result import Result
 from webapp.accounts.session import sign_out, signed_in_user
-from webapp.privacy import activity, downloads, exports, forms, restriction
+from webapp.privacy import activity, downloads, exports, forms
 from webapp.privacy.export_workflow import folder
-from webapp.profile import views as profile_views
-from webapp.profile.views import Screen, View
+from webapp.sections import Screen, View
 
-log = logging.getLogger(__name__)
 bp = Blueprint("privacy", __name__, url_prefix="/privacy")
+pages.no_store(bp)
 
 
 def _danger() -> dict[str, str]:
@@ -55,7 +52,7 @@ def respond(view: View, status: int = 200, live: str | None = None) -> Response:
     section = view.section
     fragment = {
         None: None,
-        "danger": "profile/_danger.html",
+        danger_zone.SECTION: "_danger_zone.html",
     }.get(section, f"privacy/_{section}.html")
     try:
         before = activity.parse_before(request.args.get("before"))
@@ -81,10 +78,11 @@ def respond(view: View, status: int = 200, live: str | None = None) -> Response:
 
 
 PRIVACY = Screen(respond, forms.blank)
+danger_zone.add_routes(bp, PRIVACY)
 
 
-def _outcome(section: str, outcome: Outcome, form: forms.Form | None = None) -> Response:
-    return profile_views.outcome_response(section, outcome, form, screen=PRIVACY)
+def _answer(section: str, result: Result, form: forms.Form | None = None) -> Response:
+    return sections.result_response(PRIVACY, section, result, form)
 
 
 @bp.get("")
@@ -119,11 +117,11 @@ def export_status() -> Response:
 @bp.post("/export")
 @login_required
 def export_request() -> Response:
-    outcome = exports.request_export(signed_in_user())
-    if not outcome.ok:
-        return _outcome("export", outcome, forms.ExportForm())
+    result = exports.request_export(signed_in_user())
+    if not result.ok:
+        return _answer("export", result, forms.ExportForm())
     return respond(
-        PRIVACY.view(profile_views.reread(), "export"), live=gettext("privacy.export.pending")
+        PRIVACY.view(sections.reread(), "export"), live=gettext("privacy.export.pending")
     )
 
 
@@ -190,38 +188,18 @@ def activity_more() -> Response:
 def restrict() -> Response:
     form = forms.RestrictForm(request.form)
     if not form.validate():
-        return profile_views.rejected("restrict", form, PRIVACY)
-    if not profile_views.password_check_allowed():
-        return profile_views.limited("restrict", form, PRIVACY)
-    outcome = restriction.restrict(signed_in_user(), form.current_password.data)
-    if not outcome.ok:
-        return _outcome("restrict", outcome, form)
+        return sections.rejected(PRIVACY, "restrict", form)
+    if not sections.password_check_allowed():
+        return sections.limited(PRIVACY, "restrict", form)
+    result = restriction.restrict(signed_in_user(), form.current_password.data)
+    if not result.ok:
+        return _answer("restrict", result, form)
     sign_out()  # its sign-in row is gone already; drop the cookies too
     flash(restriction.RESTRICTED_TEXT)
     target = url_for("accounts.login")
     if forms_core.is_fragment():
-        resp = make_response("", 200)
-        resp.headers["HX-Redirect"] = target
-        return resp
+        return pages.htmx_redirect(target)
     return redirect(target)  # type: ignore[return-value]
-
-
-@bp.post("/delete")
-@login_required
-def delete() -> Response:
-    return profile_views.request_deletion(PRIVACY)
-
-
-@bp.post("/cancel-deletion")
-@login_required
-def cancel_deletion() -> Response:
-    return profile_views.cancel_deletion_on(PRIVACY)
-
-
-@bp.after_request
-def _no_store(resp: Response) -> Response:
-    resp.headers["Cache-Control"] = "no-store"
-    return resp
 
 
 SECTION_OF = {
@@ -231,27 +209,4 @@ SECTION_OF = {
     "delete": "danger",
     "cancel_deletion": "danger",
 }
-
-
-@bp.errorhandler(Exception)
-def _unexpected(exc: Exception) -> Response | HTTPException:
-    """A bug or an outage: the section says so (nothing typed is lost on the
-    page), never a blank swap; other screens get the error page."""
-    if isinstance(exc, HTTPException):
-        return exc
-    if isinstance(exc, security.DATABASE_UNAVAILABLE):
-        return security.unavailable(exc)
-    log.exception("privacy request failed", exc_info=exc)
-    endpoint = (request.endpoint or "").rsplit(".", 1)[-1]
-    section = SECTION_OF.get(endpoint)
-    try:
-        user = profile_views.reread()
-    except Exception:
-        section = None
-    if section is None:
-        return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
-    form = forms.blank(section, user.deletion_requested)
-    form.add_error(None, gettext(GENERIC))
-    resp = respond(PRIVACY.view(user, section, form), 500)
-    resp.headers["X-Section-Fragment"] = "1"  # static/app.js lets htmx swap this 500
-    return resp
+sections.on_unexpected_error(bp, PRIVACY, SECTION_OF.get, "privacy")

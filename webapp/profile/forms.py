@@ -9,9 +9,10 @@ from flask_babel import gettext
 from wtforms import PasswordField, StringField
 from wtforms.validators import ValidationError
 
-from webapp.accounts import emails
+from webapp import danger_zone
+from webapp.accounts import addresses
 from webapp.accounts.forms import email_problem, policy_problem
-from webapp.forms import Form, check, required
+from webapp.forms import Form, check, current_password, required
 
 
 class AccountForm(Form):
@@ -31,9 +32,7 @@ class AccountBound(Form):
 
 class PasswordForm(AccountBound):
     id_prefix = "profile-password"
-    current_password = PasswordField(
-        validators=[required("profile.errors.currentPasswordRequired")]
-    )
+    current_password = current_password()
     new_password = PasswordField(validators=[required("profile.password.newRequired")])
     confirm_password = PasswordField(validators=[required("profile.password.confirmRequired")])
 
@@ -52,32 +51,17 @@ class EmailForm(AccountBound):
     new_email = StringField(
         validators=[required("profile.email.newRequired"), check(email_problem)]
     )
-    current_password = PasswordField(
-        validators=[required("profile.errors.currentPasswordRequired")]
-    )
+    current_password = current_password()
 
     def validate_new_email(self, field: Any) -> None:
-        if emails.normalize(field.data) == self.account_email:
+        if addresses.normalize(field.data) == self.account_email:
             raise ValidationError(gettext("profile.errors.emailUnchanged"))
-
-
-class DeleteForm(Form):
-    id_prefix = "profile-delete"
-    current_password = PasswordField(
-        validators=[required("profile.errors.currentPasswordRequired")]
-    )
-
-
-class CancelDeletionForm(Form):
-    """No fields: its errors concern the whole form."""
-
-    id_prefix = "profile-cancel-deletion"
 
 
 def blank(section: str, deletion_requested: bool = False) -> Form:
     """The empty form a section shows when it was not the one submitted."""
-    if section == "danger":
-        return CancelDeletionForm() if deletion_requested else DeleteForm()
+    if section == danger_zone.SECTION:
+        return danger_zone.blank(deletion_requested)
     forms: dict[str, type[Form]] = {
         "account": AccountForm,
         "password": PasswordForm,

@@ -3,15 +3,13 @@
 One URL per command, two renderings: an htmx request gets the section fragment
 (plus out-of-band fragments and the live region's message), anything else the
 whole page with the section's errors or success shown. `respond()` names the
-profile's templates; webapp/pages.py is the one place that decides (every screen). Each section's form (webapp/profile/forms.py) reports every
-error of a submit at once (docs/accounts.md, "Forms and accessibility").
+profile's templates; webapp/pages.py is the one place that decides (every
+screen), webapp/sections.py holds what every screen of sections answers. Each
+section's form (webapp/profile/forms.py) reports every error of a submit at
+once (docs/accounts.md, "Forms and accessibility").
 """
 
 from __future__ import annotations
-
-import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from flask import (
     Blueprint,
@@ -21,74 +19,38 @@ from flask import (
     flash,
     get_flashed_messages,
     make_response,
-    render_template,
     request,
     session,
 )
-from flask_babel import format_date, get_locale, gettext, refresh
+from flask_babel import get_locale, gettext, refresh
 from flask_login import current_user, login_required
 from markupsafe import Markup
 
-from webapp import db, pages, security
+from webapp import danger_zone, pages, sections
 from webapp import forms as forms_core
-from webapp.accounts import profile_commands as commands
-from webapp.accounts import ratelimit, users
-from webapp.accounts.commands import GENERIC, INVALID_CREDENTIALS, Outcome, check_password
+from webapp.accounts import change_email, change_password, language, registration, signins
 from webapp.accounts.session import refresh_session, signed_in_user
-from webapp.accounts.users import User
-from webapp.forms import Form
 from webapp.profile import forms
 from webapp.render_cache import RenderCache
+from webapp.sections import Screen, View
 
-log = logging.getLogger(__name__)
 bp = Blueprint("profile", __name__, url_prefix="/profile")
+pages.no_store(bp)
 
 SECTIONS = ("account", "password", "email", "danger")
 
 
-@dataclass
-class View:
-    """What a render of the page or of one section needs."""
-
-    user: User
-    section: str | None = None
-    form: Form | None = None  # the answered section's form: what was typed, what is wrong
-    success: str | None = None  # the answered section's success message
-    oob: tuple[str, ...] = ()
-    # The empty form of a section that was not submitted (the screen's own).
-    blank: Callable[[str, bool], Form] = forms.blank
-
-    def form_for(self, section: str) -> Form:
-        if section == self.section and self.form is not None:
-            return self.form
-        return self.blank(section, self.user.deletion_requested)
-
-    def success_for(self, section: str) -> str | None:
-        return self.success if section == self.section else None
-
-
-def reread() -> User:
-    """The user's row read again, after this request changed it (the session's
-    copy, `signed_in_user()`, was loaded before the change)."""
-    with db.reading() as conn:
-        user = users.get_user(conn, current_user.id)
-    if user is None:
-        raise LookupError("signed-in user has no row")
-    return user
-
-
-def _text(outcome: Outcome) -> str:
-    params = dict(outcome.params)
-    if "due_at" in params:
-        params["date"] = format_date(params.pop("due_at"), format="long")
-    return gettext(outcome.key, **params)
+def _fragment(section: str | None) -> str | None:
+    if section == danger_zone.SECTION:
+        return "_danger_zone.html"
+    return f"profile/_{section}.html" if section else None
 
 
 def respond(view: View, status: int = 200) -> Response:
     """The profile's page or one section of it (webapp/pages.py decides which)."""
     return pages.render(
         "profile/page.html",
-        f"profile/_{view.section}.html" if view.section else None,
+        _fragment(view.section),
         oob=[f"profile/_{name}.html" for name in view.oob],
         success=view.success,
         has_errors=forms_core.has_errors(view.form),
@@ -97,6 +59,9 @@ def respond(view: View, status: int = 200) -> Response:
         user=view.user,
     )
 
+
+PROFILE = Screen(respond, forms.blank)
+danger_zone.add_routes(bp, PROFILE)
 
 # The page as a plain GET shows it (nothing submitted, no banner): one
 # rendering per browser session, at most this many per app (about 8 KB each).
@@ -124,86 +89,12 @@ def blank_page(view: View) -> Response:
     return resp
 
 
-@dataclass(frozen=True)
-class Screen:
-    """A screen made of sections (the profile, the privacy center): how it
-    answers, and its sections' empty forms. The danger zone runs on either."""
-
-    respond: Callable[[View, int], Response]
-    blank: Callable[[str, bool], Form] = forms.blank
-
-    def view(self, user: User, section: str | None, form: Form | None = None, **kw: object) -> View:
-        return View(user, section, form, blank=self.blank, **kw)  # type: ignore[arg-type]
-
-
-PROFILE = Screen(lambda view, status: respond(view, status))
-
-
-def outcome_response(
-    section: str,
-    outcome: Outcome,
-    form: Form | None = None,
-    oob: tuple[str, ...] = (),
-    screen: Screen = PROFILE,
-) -> Response:
-    user = reread()
-    if outcome.ok:  # the section comes back empty, with its message
-        return screen.respond(screen.view(user, section, success=_text(outcome), oob=oob), 200)
-    form = form or screen.blank(section, user.deletion_requested)
-    form.add_error(outcome.field, _text(outcome))
-    return screen.respond(screen.view(user, section, form), outcome.status or 422)
-
-
-def limited(section: str, form: Form, screen: Screen = PROFILE) -> Response:
-    form.add_error(None, gettext("auth.errors.tooManyAttempts"))
-    return screen.respond(screen.view(signed_in_user(), section, form), 429)
-
-
-def password_check_allowed() -> bool:
-    return ratelimit.hit("password-check", current_user.id)
-
-
-def rejected(section: str, form: Form, screen: Screen = PROFILE) -> Response:
-    """422 with every error of the submit at once. A current password that was
-    given is checked too (rate limited like any check), so its error comes with
-    the others instead of after the next submit."""
-    current = form["current_password"]
-    if current.data and not current.errors:
-        if not password_check_allowed():
-            return limited(section, form, screen)
-        if not check_password(signed_in_user(), current.data):
-            form.add_error("current_password", gettext(INVALID_CREDENTIALS))
-    return screen.respond(screen.view(signed_in_user(), section, form), 422)
-
-
-def request_deletion(screen: Screen) -> Response:
-    """The danger zone's *Delete account*, answered on `screen` (profile or privacy)."""
-    if signed_in_user().deletion_requested:  # a second tab: the section now offers Cancel
-        return outcome_response(
-            "danger", Outcome.error("profile.danger.alreadyRequested"), screen=screen
-        )
-    form = forms.DeleteForm(request.form)
-    if not form.validate():
-        return rejected("danger", form, screen)
-    if not password_check_allowed():
-        return limited("danger", form, screen)
-    outcome = commands.request_deletion(current_user, form.current_password.data)
-    if outcome.ok and outcome.session_token:
-        refresh_session(reread())  # every other session ends; this one stays to cancel
-    return outcome_response("danger", outcome, form, screen=screen)
-
-
-def cancel_deletion_on(screen: Screen) -> Response:
-    """The danger zone's *Cancel deletion*, answered on `screen`."""
-    return outcome_response("danger", commands.cancel_deletion(current_user), screen=screen)
-
-
 @bp.get("")
 @login_required
 def show() -> Response:
-    view = View(signed_in_user())  # loaded once, by the session check
+    view = PROFILE.view(signed_in_user())  # loaded once, by the session check
     for key in get_flashed_messages():
-        if key == "profile.account.languageSaved":
+        if key == language.SAVED:
             view.section, view.success = "account", gettext(key)
     return respond(view) if view.success else blank_page(view)
 
@@ -213,15 +104,15 @@ def show() -> Response:
 def password() -> Response:
     form = forms.PasswordForm(request.form, account_email=current_user.email)
     if not form.validate():
-        return rejected("password", form)
-    if not password_check_allowed():
-        return limited("password", form)
-    outcome = commands.change_password(
+        return sections.rejected(PROFILE, "password", form)
+    if not sections.password_check_allowed():
+        return sections.limited(PROFILE, "password", form)
+    result = change_password.change_password(
         current_user, form.current_password.data, form.new_password.data
     )
-    if outcome.ok and outcome.session_token:
-        refresh_session(reread())
-    return outcome_response("password", outcome, form)
+    if result.ok and result.session_token:
+        refresh_session(sections.reread())
+    return sections.result_response(PROFILE, "password", result, form)
 
 
 @bp.post("/email")
@@ -229,96 +120,71 @@ def password() -> Response:
 def email() -> Response:
     form = forms.EmailForm(request.form, account_email=current_user.email)
     if not form.validate():
-        return rejected("email", form)
-    if not password_check_allowed():
-        return limited("email", form)
-    outcome = commands.change_email(current_user, form.new_email.data, form.current_password.data)
-    return outcome_response("email", outcome, form, oob=("email_status",))
-
-
-@bp.post("/delete")
-@login_required
-def delete() -> Response:
-    return request_deletion(PROFILE)
-
-
-@bp.post("/cancel-deletion")
-@login_required
-def cancel_deletion() -> Response:
-    return cancel_deletion_on(PROFILE)
+        return sections.rejected(PROFILE, "email", form)
+    if not sections.password_check_allowed():
+        return sections.limited(PROFILE, "email", form)
+    result = change_email.change_email(
+        current_user, form.new_email.data, form.current_password.data
+    )
+    return sections.result_response(PROFILE, "email", result, form, oob=("email_status",))
 
 
 @bp.post("/resend-verification")
 @login_required
 def resend_verification() -> Response:
     me = signed_in_user()
-    outcome = commands.resend_verification(me)
-    if outcome.key.startswith("profile.account.resendLimit."):
+    result = registration.resend_verification(me)
+    if result.key.startswith("profile.account.resendLimit."):
         form = forms.blank("account", me.deletion_requested)
-        form.add_error(None, _text(outcome))
-        return respond(View(me, "account", form), 429)
-    return outcome_response("account", outcome)
+        form.add_error(None, sections.result_text(result))
+        return respond(PROFILE.view(me, "account", form), 429)
+    return sections.result_response(PROFILE, "account", result)
 
 
 @bp.post("/sessions")
 @login_required
 def sessions() -> Response:
-    outcome = commands.revoke_other_sessions(current_user)
-    if outcome.session_token:
-        refresh_session(reread())
-    return outcome_response("account", outcome)
+    result = signins.revoke_other_sessions(current_user)
+    if result.session_token:
+        refresh_session(sections.reread())
+    return sections.result_response(PROFILE, "account", result)
 
 
-@bp.post("/language")
+@bp.post("/language", endpoint="language")
 @login_required
-def language() -> Response:
+def change_language() -> Response:
     form = forms.AccountForm(request.form)
-    outcome = commands.change_language(current_user, form.language.data or "")
-    if not outcome.ok:
-        return outcome_response("account", outcome, form)
+    result = language.change_language(current_user, form.language.data or "")
+    if not result.ok:
+        return sections.result_response(PROFILE, "account", result, form)
     # The whole page changes language: htmx reloads it (the banner comes back
     # through a flash); without JavaScript the answer is the page itself.
     if forms_core.is_fragment():
-        flash("profile.account.languageSaved")
+        flash(language.SAVED)
         resp = make_response("", 200)
         resp.headers["HX-Refresh"] = "true"
         resp.vary.add("HX-Request")
         return resp
-    refresh_session(reread())  # the page renders in the new language
+    refresh_session(sections.reread())  # the page renders in the new language
     refresh()
-    return outcome_response("account", outcome)
+    return sections.result_response(PROFILE, "account", result)
 
 
-@bp.after_request
-def _no_store(resp: Response) -> Response:
-    resp.headers["Cache-Control"] = "no-store"
-    return resp
+SECTION_OF = {
+    "delete": "danger",
+    "cancel_deletion": "danger",
+    "resend_verification": "account",
+    "sessions": "account",
+    "language": "account",
+}
 
 
-@bp.errorhandler(Exception)
-def _unexpected(exc: Exception) -> Response:
-    if isinstance(exc, security.DATABASE_UNAVAILABLE):
-        return security.unavailable(exc)
-    log.exception("profile request failed", exc_info=exc)
-    section = request.endpoint.rsplit(".", 1)[-1] if request.endpoint else ""
-    section = {
-        "delete": "danger",
-        "cancel_deletion": "danger",
-        "resend_verification": "account",
-        "sessions": "account",
-        "language": "account",
-    }.get(section, section)
-    try:
-        user = reread()
-    except Exception:
-        return make_response(render_template("error.html", message=gettext(GENERIC)), 500)
-    if section not in SECTIONS:
-        section = "account"
-    form = forms.blank(section, user.deletion_requested)
-    form.add_error(None, gettext(GENERIC))
-    resp = respond(View(user, section, form), 500)
-    resp.headers["X-Section-Fragment"] = "1"  # static/app.js lets htmx swap this 500
-    return resp
+def _section_of(endpoint: str) -> str:
+    section = SECTION_OF.get(endpoint, endpoint)
+    return section if section in SECTIONS else "account"
+
+
+sections.on_unexpected_error(bp, PROFILE, _section_of, "profile")
 
 
 def init_app(app: Flask) -> None:

@@ -1,5 +1,8 @@
-"""Erasure: the account's event, read-model row and spent tokens gone, its key
-destroyed (crypto-shredding), once a deletion request's grace period has run out."""
+"""The daily `erase-accounts` job (03:00 UTC): accounts whose deletion grace
+period has run out, and accounts never verified within `UNVERIFIED_ACCOUNT_DAYS`
+of sign-up. Erasing one appends `user.erased` (the `users` row goes with it),
+destroys the user's key (crypto-shredding: the personal data left in the
+events cannot be read), and deletes spent links, sign-ins and unsent mail."""
 
 from __future__ import annotations
 
@@ -7,17 +10,21 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import Connection, and_, delete, exists, select
 
-from webapp import db
+from webapp import clock, db
 from webapp.accounts import crypto, signins
 from webapp.accounts import events as ev
-from webapp.accounts.commands import append_to
+from webapp.accounts.account import Account, Refusal
+from webapp.accounts.stream import append_to
 from webapp.accounts.tables import used_tokens, users
 from webapp.accounts.users import get_user
-from webapp.eventstore import NewEvent, VersionConflict
+from webapp.eventstore import VersionConflict
 from webapp.eventstore.tables import events
+from webapp.jobs import job
 from webapp.mail import outbox
+from webapp.tenants import DEFAULT_TENANT
 
 log = logging.getLogger(__name__)
 
@@ -33,20 +40,12 @@ def erase(
     `unverified_before`, only when it was created before then and never verified."""
     with db.transaction() as conn:
         user = get_user(conn, user_id, tenant_id)
-        if user is None:
-            return False
-        if due_by is not None and not (
-            user.deletion_requested
-            and user.deletion_due_at is not None
-            and user.deletion_due_at <= due_by
-        ):
-            return False
-        if unverified_before is not None and not (
-            user.created_at <= unverified_before and not _ever_verified(conn, tenant_id, user_id)
-        ):
+        ever_verified = unverified_before is not None and _ever_verified(conn, tenant_id, user_id)
+        decision = Account(user).erase(due_by, unverified_before, ever_verified)
+        if user is None or isinstance(decision, Refusal):
             return False
         actor = "system:erase-accounts" if unverified_before is None else "system:expire-unverified"
-        append_to(conn, user, NewEvent(ev.ERASED, {}), actor=actor)
+        append_to(conn, user, decision, actor=actor)
         crypto.destroy_key(conn, tenant_id, user_id)
         outbox.erase_user(conn, tenant_id, user_id)  # addresses and links in unsent mail
         signins.end_all(conn, tenant_id, user_id)
@@ -131,3 +130,15 @@ def erase_unverified(tenant_id: str, now: datetime, days: int) -> int:
         except VersionConflict:
             log.info("expiry skipped: concurrent change; next run retries", extra={"user": user_id})
     return erased
+
+
+@job("erase-accounts", cron="0 3 * * *", per_tenant=True, concurrency="skip")
+def erase_accounts(tenant_id: str | None, tick: datetime) -> None:
+    # Erase what is due by now (not by the tick), so a late run is never too early.
+    tenant, now = tenant_id or DEFAULT_TENANT, clock.now()
+    erased = erase_due(tenant, now)
+    expired = erase_unverified(
+        tenant, now, current_app.config["APP_CONFIG"].unverified_account_days
+    )
+    signins.purge_expired(tenant, now)
+    log.info("accounts erased", extra={"tenant": tenant_id, "count": erased, "unverified": expired})

@@ -22,7 +22,7 @@ from webapp.accounts.tables import used_tokens
 VERIFY_EMAIL = "verify-email"
 REVERT_EMAIL = "revert-email-change"
 RESET_PASSWORD = "reset-password"
-DELETE_ACCOUNT = "delete-account"  # the signed-out deletion link (webapp/privacy)
+DELETE_ACCOUNT = "delete-account"  # the signed-out deletion link (deletion.py)
 LIFETIMES = {
     VERIFY_EMAIL: timedelta(hours=48),
     REVERT_EMAIL: timedelta(days=7),
