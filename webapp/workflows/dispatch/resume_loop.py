@@ -82,6 +82,9 @@ def loop(stop: threading.Event) -> None:
                 r.set(signals.ALIVE_KEY, "1", px=signals.LOOP_ALIVE_MS)
                 alive_until = time.monotonic() + BLOCK_S
             raw = pop(r)
+            if stop.is_set():  # stopped while we waited: leave these to another worker
+                give_back(r, raw)
+                break
             if raw:
                 handle(raw)
             if outage:
@@ -100,10 +103,13 @@ def loop(stop: threading.Event) -> None:
             stop.wait(1.0)
 
 
-def start_thread(app: Flask) -> tuple[threading.Event, threading.Thread]:
+def start_thread(
+    app: Flask, stop: threading.Event | None = None
+) -> tuple[threading.Event, threading.Thread]:
     """Run the loop in a daemon thread of this process (with an app context).
-    Set the event to stop it; the batch in hand is finished first."""
-    stop = threading.Event()
+    Set the event (`stop`, or a new one) to stop it: the batch in hand is
+    finished, nothing more is claimed."""
+    stop = stop or threading.Event()
 
     def run() -> Any:
         with app.app_context():

@@ -38,11 +38,14 @@ MAX_SLEEP_S = 1.0
 BATCH = 200
 
 
-def fire_due(r: Redis, now_ms: int) -> int:
-    """Enqueue the resume of every due member we manage to claim."""
+def fire_due(r: Redis, now_ms: int, stop: threading.Event | None = None) -> int:
+    """Enqueue the resume of every due member we manage to claim (none once
+    `stop` is set)."""
     fired = 0
     due: list[Any] = list(r.zrangebyscore(signals.TIMER_KEY, "-inf", now_ms, start=0, num=BATCH))
     for member in due:
+        if stop is not None and stop.is_set():
+            break
         if not r.zrem(signals.TIMER_KEY, member):
             continue  # another timer took it
         tenant_id, run_id, step = signals.parse_member(member)
@@ -85,10 +88,12 @@ def loop(stop: threading.Event) -> None:
         try:
             r = get_redis()
             now_ms = signals.to_ms(clock.now())
-            fire_due(r, now_ms)
+            fire_due(r, now_ms, stop)
             if time.monotonic() >= next_lease_check:
                 next_lease_check = time.monotonic() + LEASE_CHECK_S
                 for tenant_id, run_id in expired_leases():
+                    if stop.is_set():
+                        break
                     redispatch(r, tenant_id, run_id)
             wait = next_sleep(r, now_ms, min(MAX_SLEEP_S, next_lease_check - time.monotonic()))
             if wait > 0:
@@ -103,13 +108,17 @@ def loop(stop: threading.Event) -> None:
             stop.wait(1.0)
 
 
-def start_thread(app: Flask) -> threading.Event:
-    """Run the timer in a daemon thread of this process (with an app context)."""
-    stop = threading.Event()
+def start_thread(
+    app: Flask, stop: threading.Event | None = None
+) -> tuple[threading.Event, threading.Thread]:
+    """Run the timer in a daemon thread of this process (with an app context).
+    Set the event (`stop`, or a new one) to stop it: nothing more is claimed."""
+    stop = stop or threading.Event()
 
     def run() -> Any:
         with app.app_context():
             loop(stop)
 
-    threading.Thread(target=run, name="workflow-timer", daemon=True).start()
-    return stop
+    thread = threading.Thread(target=run, name="workflow-timer", daemon=True)
+    thread.start()
+    return stop, thread
