@@ -4,11 +4,16 @@ An outage is never a reason for a worker or a scheduler to exit: it logs once
 when the outage starts and once when it ends, waits with a capped exponential
 backoff, and carries on. Work that failed because of the outage is handed back
 (see run_worker) as soon as the services answer again.
+
+A stop request is: SIGINT or SIGTERM sets the process's stop event
+(`stop_on_signals`), which every loop and wait here checks, so a stop is never
+mistaken for an outage and never waits out a backoff.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from collections.abc import Callable
 
@@ -70,6 +75,14 @@ class Outage:
             self.logger.warning(f"{self.what} available again; carrying on")
             return True
         return False
+
+
+def stop_on_signals(stop: threading.Event) -> threading.Event:
+    """From now on SIGINT and SIGTERM set `stop` (and do nothing else): the
+    process finishes what it is doing and exits. Returns `stop`."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
 
 
 def redis_answers(conn: Redis) -> bool:

@@ -9,7 +9,9 @@ of rq-scheduler's own loop it:
   or replaced); after such a loss it also asks for one dispatch and one run of
   every per-minute job at once (the resume sweep), so timers whose Redis job was
   lost resume without waiting for the next minute;
-- rides out a Redis outage: logs once, retries with backoff, carries on.
+- rides out a Redis outage: logs once, retries with backoff, carries on;
+- stops at SIGINT or SIGTERM: the tick in hand is finished, then it leaves
+  rq-scheduler's lock and registry and exits (also in the middle of an outage).
 
 rq-scheduler's lock lets only one of several schedulers enqueue at a time.
 """
@@ -17,7 +19,6 @@ rq-scheduler's lock lets only one of several schedulers enqueue at a time.
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 import threading
 import time
@@ -32,7 +33,7 @@ from webapp.jobs.registry import registered_jobs
 from webapp.jobs.schedule import CRON_TICK_FUNC, missing_entries, sync_schedule
 from webapp.logs import setup
 from webapp.redis_conn import redis_for
-from worker.resilience import Backoff, Outage
+from worker.resilience import Backoff, Outage, stop_on_signals
 from worker.tasks import _worker_app
 
 log = logging.getLogger(__name__)
@@ -55,11 +56,12 @@ class ScheduleKeeper:
         scheduler: Scheduler,
         resync_seconds: float,
         on_restored: Callable[[], None] = catch_up,
+        stop: threading.Event | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.resync_seconds = resync_seconds
         self.on_restored = on_restored
-        self.stop = threading.Event()
+        self.stop = stop or threading.Event()
         self.synced = False
         self.next_check = 0.0
 
@@ -122,6 +124,7 @@ class ScheduleKeeper:
 
 
 def main(interval: float = 1.0) -> None:
+    stop = stop_on_signals(threading.Event())  # a signal during start-up counts too
     try:
         app = _worker_app()
     except ConfigError as exc:
@@ -131,11 +134,10 @@ def main(interval: float = 1.0) -> None:
     scheduler = Scheduler(
         queue_name="default", connection=redis_for(cfg.redis_url), interval=int(interval)
     )
-    keeper = ScheduleKeeper(scheduler, cfg.scheduler_resync_seconds)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: keeper.stop.set())
+    keeper = ScheduleKeeper(scheduler, cfg.scheduler_resync_seconds, stop=stop)
     with app.app_context():  # catch_up enqueues through the app's Redis
         keeper.run(interval)
+    log.info("scheduler stopped")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,15 @@ Outages never end the process:
   flight (jobs are idempotent: effects commit with their claim or cursor).
 - Database gone: a job that fails with a connection error waits until the
   database (and Redis) answer again and is then retried at once (RQ's retry,
-  same job id), instead of waiting for the next sweep.
+  same job id), instead of waiting for the next sweep (worker.job_failures).
+
+A stop never restarts: SIGINT or SIGTERM sets one stop event (ours, not RQ's
+private flag, which RQ leaves unset when the worker is idle) that the RQ loop,
+the outage wait, the resume loop and the timer all check. The job in hand is
+finished, the threads claim nothing more, and the process exits. A second
+signal more than a second after the first is RQ's cold stop: the job in hand
+is interrupted and handed back to the queue (its effects roll back with its
+transaction), for another worker (worker.job_failures).
 """
 
 from __future__ import annotations
@@ -19,16 +27,17 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import socket
 import sys
 import threading
-from types import TracebackType
+import time
+from types import FrameType
 from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker, Worker
+from rq.exceptions import StopRequested
 from rq.job import Job
 
 from webapp.config import ConfigError
@@ -37,47 +46,13 @@ from webapp.logs import setup
 from webapp.redis_conn import redis_for
 from webapp.workflows.dispatch import resume_loop as resumer
 from webapp.workflows.dispatch import timer_loop as timer
-from worker.resilience import (
-    Backoff,
-    Outage,
-    database_answers,
-    is_infra_error,
-    redis_answers,
-    wait_until,
-)
+from worker.job_failures import JobFailures
+from worker.resilience import Backoff, Outage, redis_answers, stop_on_signals, wait_until
 from worker.tasks import _worker_app
 
 log = logging.getLogger(__name__)
 
-MAX_INFRA_RETRIES = 20  # per job; each retry only once the services answer again
-OUTAGE_WAIT_S = 600.0  # a job waits this long for the services, then fails as usual
-RESUME_LOOP_STOP_S = 10.0  # on shutdown, how long the resume loop may finish its batch
-
-_db_outage = Outage("database or Redis (job failed)", log)
-
-
-def retry_after_outage(
-    job: Job, exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
-) -> bool:
-    """RQ exception handler: a job that failed because a service was unreachable
-    is retried as soon as the services answer (not counted as the job's failure)."""
-    if not is_infra_error(exc):
-        return True
-    retries = int(job.meta.get("infra_retries", 0))
-    if retries >= MAX_INFRA_RETRIES:
-        return True
-    _db_outage.failed(exc)
-    back = wait_until(
-        lambda: database_answers() and redis_answers(job.connection), deadline_s=OUTAGE_WAIT_S
-    )
-    if not back:
-        return True
-    _db_outage.ok()
-    job.meta["infra_retries"] = retries + 1
-    job.retries_left = 1  # RQ retries it right away, same id (handle_job_failure)
-    job.retry_intervals = None
-    log.info("job retried after an outage", extra={"job_id": job.id, "func": job.func_name})
-    return True
+THREADS_STOP_S = 5.0  # on a stop, how long the resume loop and the timer may finish
 
 
 class OncePerOutage(logging.Filter):
@@ -98,22 +73,52 @@ class OncePerOutage(logging.Filter):
         return True
 
 
-class _TracksJob:
-    """Remembers the job in flight, to enqueue it again if Redis vanished under it."""
+class _AppWorker:
+    """What our RQ workers add to RQ's:
+
+    - the job in flight is remembered, to enqueue it again if Redis vanished under it;
+    - a stop signal sets `stopping` before RQ handles it. RQ itself only sets its
+      own flag when a job is running (when idle it raises StopRequested out of the
+      wait for a job), so its loop ending cannot tell a stop from an outage; ours can.
+    """
 
     in_flight: Job | None = None
+    stopping: threading.Event  # set by run() before work()
+    loop_ended = False
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         self.in_flight = job
         super().execute_job(job, queue)  # type: ignore[misc]
         self.in_flight = None
 
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping.set()
+        if self.loop_ended:  # RQ's handler, still installed for an instant after the loop
+            return
+        try:  # idle: raises StopRequested (caught by RQ's loop); busy: sets RQ's flag
+            super().request_stop(signum, frame)  # type: ignore[misc]
+        except (RedisError, OSError) as exc:  # busy in an outage: RQ could not record it
+            log.warning(
+                "stop requested during an outage", extra={"error_class": type(exc).__name__}
+            )
 
-class AppSimpleWorker(_TracksJob, SimpleWorker):
+    def dequeue_job_and_maintain_ttl(
+        self, timeout: int | None, max_idle_time: int | None = None
+    ) -> tuple[Job, Queue] | None:
+        if self.stopping.is_set():  # the signal came before RQ installed its handlers
+            return None  # RQ's loop ends
+        return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)  # type: ignore[misc]
+
+    def teardown(self) -> None:
+        self.loop_ended = True
+        super().teardown()  # type: ignore[misc]
+
+
+class AppSimpleWorker(_AppWorker, SimpleWorker):
     pass
 
 
-class AppForkWorker(_TracksJob, Worker):
+class AppForkWorker(_AppWorker, Worker):
     pass
 
 
@@ -144,12 +149,14 @@ def _stop_pubsub(w: Any) -> None:
             thread.stop()
 
 
-def run(conn: Redis, log_level: str, worker_class: type[Any], name: str) -> None:
-    """Run RQ workers until a signal asks us to stop; an outage restarts the loop."""
-    stop = threading.Event()
+def run(
+    conn: Redis, log_level: str, worker_class: type[Any], name: str, stop: threading.Event
+) -> None:
+    """Run RQ workers until `stop` is set (a signal); an outage restarts the loop."""
     outage = Outage("Redis", log)
+    failures = JobFailures(stop)
     generation = 0
-    while True:
+    while not stop.is_set():
         generation += 1
         w: Any = None
         error: BaseException | None = None
@@ -158,21 +165,21 @@ def run(conn: Redis, log_level: str, worker_class: type[Any], name: str) -> None
                 list(QUEUES),
                 connection=conn,
                 name=name if generation == 1 else f"{name}.{generation}",
-                exception_handlers=[retry_after_outage],
+                exception_handlers=failures.handlers(),
             )
+            w.stopping = stop
             w.max_connection_wait_time = 5.0  # RQ's own reconnect backoff while dequeueing
             w.work(with_scheduler=False, logging_level=log_level)
+        except StopRequested:  # a signal while RQ's loop was ending
+            pass
         except (RedisError, OSError) as exc:  # RQ's start or teardown without Redis
             error = exc
+        stop_on_signals(stop)  # RQ's handlers belong to the loop that ended
         if w is not None:
             _stop_pubsub(w)
-            if w._stop_requested:
-                return
         if stop.is_set():
             return
         # The RQ loop ended on its own: an outage (or a bug in RQ's bookkeeping).
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
         outage.failed(error or ConnectionError("worker loop ended"))
         if not wait_until(lambda: redis_answers(conn), stop, Backoff()):
             return
@@ -181,7 +188,14 @@ def run(conn: Redis, log_level: str, worker_class: type[Any], name: str) -> None
             _enqueue_again(conn, w.in_flight)
 
 
+def join(threads: list[threading.Thread], within_s: float) -> None:
+    deadline = time.monotonic() + within_s
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
 def main() -> None:
+    stop = stop_on_signals(threading.Event())  # a signal during start-up counts too
     try:
         app = _worker_app()
     except ConfigError as exc:
@@ -194,10 +208,10 @@ def main() -> None:
         worker_class = AppForkWorker
     # The precise workflow timer and the expired-lease check run beside the
     # jobs in every worker: a run whose worker died continues once any worker lives.
-    timer.start_thread(app)
     # So does the resume loop: a step due now is claimed by a thread that waits
     # for nothing else, not queued behind other jobs (webapp.workflows.dispatch.resume_loop).
-    stop_resumes, resumes = resumer.start_thread(app)
+    # Both stop claiming at the signal; the batch in hand is finished.
+    threads = [timer.start_thread(app, stop)[1], resumer.start_thread(app, stop)[1]]
     try:
         with app.app_context():
             run(
@@ -205,10 +219,12 @@ def main() -> None:
                 cfg.log_level,
                 worker_class,
                 f"{socket.gethostname()}-{os.getpid()}",
+                stop,
             )
     finally:
-        stop_resumes.set()  # the batch in hand is finished, the rest stays queued
-        resumes.join(timeout=RESUME_LOOP_STOP_S)
+        stop.set()  # also when the loop ended by an error: the threads must not outlive it
+        join(threads, THREADS_STOP_S)
+    log.info("worker stopped")
 
 
 if __name__ == "__main__":
