@@ -1,17 +1,28 @@
 """`make run` (worker/dev.py): a child that exits unexpectedly is started again
-with backoff instead of stopping everything; SIGTERM still stops every process."""
+with backoff instead of stopping everything; Ctrl-C (or SIGTERM) stops every
+process it started, gunicorn's workers included, within 10 s, also with
+requests in flight, and the next `make run` serves."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
 
 from tests import procs
 from worker import dev
+
+STOP_WITHIN_S = 10.0  # the contract
 
 
 def test_child_is_restarted_with_growing_backoff_reset_when_stable():
@@ -47,16 +58,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_make_run_restarts_a_killed_worker_and_stops_cleanly(tmp_path):
+def _dev_env(tmp_path: Path, port: int, web_workers: int = 1) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(
         INSTANCE_PATH=str(tmp_path / "i"),  # embedded Redis on a short socket path
         DATABASE_URL=f"sqlite:///{tmp_path / 'dev.db'}",
-        PORT=str(_free_port()),
-        WEB_CONCURRENCY="1",
+        PORT=str(port),
+        WEB_CONCURRENCY=str(web_workers),
         SECRET_KEY="dev-supervisor-secret-0123456789",
         LOG_LEVEL="WARNING",
     )
+    return env
+
+
+def test_make_run_restarts_a_killed_worker_and_stops_cleanly(tmp_path):
+    env = _dev_env(tmp_path, _free_port())
     run = procs.Proc([sys.executable, "-m", "worker.dev"], env, tmp_path / "dev.log")
     try:
         procs.until(lambda: "Ready:" in run.output(), timeout=90, what="make run ready")
@@ -91,3 +107,137 @@ def _running(pid: int) -> bool:
             return fh.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def _get(port: int, path: str = "/healthz") -> int:
+    """The status of one request (0: no answer)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            head = s.recv(64).decode(errors="replace")
+    except OSError:
+        return 0
+    m = re.match(r"HTTP/1\.[01] (\d{3})", head)
+    return int(m.group(1)) if m else 0
+
+
+@contextlib.contextmanager
+def requests_in_flight(port: int, clients: int = 4) -> Iterator[list[int]]:
+    """Clients that send requests one after the other until the block ends, and
+    one that sends half a request and never the rest (a web worker thread waits
+    for it). Yields the list of answered statuses, growing."""
+    answered: list[int] = []
+    done = threading.Event()
+
+    def hammer() -> None:
+        while not done.is_set():
+            if (status := _get(port)) == 0:
+                done.wait(0.05)
+            else:
+                answered.append(status)
+
+    half = socket.create_connection(("127.0.0.1", port), timeout=5)
+    half.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    threads = [threading.Thread(target=hammer) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    try:
+        yield answered
+    finally:
+        done.set()
+        for t in threads:
+            t.join()
+        half.close()
+
+
+def _tree(pid: int) -> list[psutil.Process]:
+    root = psutil.Process(pid)
+    return [root, *root.children(recursive=True)]
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE  # an orphan's zombie holds nothing
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _start(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`make run` as a terminal runs it: its own process group, the one Ctrl-C signals."""
+    with open(log, "ab") as fh:
+        return subprocess.Popen(
+            [sys.executable, "-m", "worker.dev"],
+            cwd=procs.ROOT,
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def test_ctrl_c_with_requests_in_flight_stops_every_process_and_the_next_run_serves(tmp_path):
+    port = _free_port()
+    env = _dev_env(tmp_path, port, web_workers=2)
+    for attempt in ("first", "second"):
+        log = tmp_path / f"{attempt}.log"
+        run = _start(env, log)
+        try:
+            procs.until(lambda: _get(port) == 200, timeout=90, what=f"{attempt} make run serves")
+            with requests_in_flight(port) as answered:
+                procs.until(lambda: len(answered) >= 20, what="requests answered")
+                tree = _tree(run.pid)
+                gunicorns = [p for p in tree if "gunicorn" in " ".join(p.cmdline())]
+                assert len(gunicorns) == 3, tree  # the master and its two workers
+                t0 = time.monotonic()
+                os.killpg(run.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the group
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    run.wait(STOP_WITHIN_S)
+                left = [p for p in tree if _alive(p)]
+                stop_s = time.monotonic() - t0
+            assert left == [], (
+                f"{left} still running {stop_s:.1f} s after Ctrl-C\n{log.read_text()}"
+            )
+            assert run.returncode == 0, log.read_text()
+            print(f"{attempt} make run: every process gone {stop_s:.1f} s after Ctrl-C")
+            assert _port_free(port)
+            assert _get(port) == 0
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+
+
+def test_a_web_master_that_dies_takes_its_workers_with_it_and_the_next_one_serves(tmp_path):
+    """A gunicorn worker whose master was killed must not keep the port: one
+    with a request in flight (half sent) would hold it until that request ends."""
+    port = _free_port()
+    run = _start(_dev_env(tmp_path, port), tmp_path / "dev.log")
+    try:
+        procs.until(lambda: _get(port) == 200, timeout=90, what="make run serves")
+        master = next(p for p in _tree(run.pid) if "gunicorn" in " ".join(p.cmdline()))
+        workers = master.children()
+        assert workers
+        with requests_in_flight(port, clients=1):
+            os.kill(master.pid, signal.SIGKILL)
+            procs.until(
+                lambda: (
+                    "web      | exited with -9; restarting" in (tmp_path / "dev.log").read_text()
+                ),
+                what="exit seen",
+            )
+            procs.until(lambda: not any(_alive(w) for w in workers), what="old workers gone")
+            procs.until(lambda: _get(port) == 200, timeout=60, what="the next master serves")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(run.pid, signal.SIGTERM)
+        run.wait(STOP_WITHIN_S)

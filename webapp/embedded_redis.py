@@ -76,8 +76,14 @@ def launch(
 
 
 def start(
-    socket_path: Path, timeout: float = 10.0, server: Server | None = None
+    socket_path: Path,
+    timeout: float = 10.0,
+    server: Server | None = None,
+    new_session: bool = False,
 ) -> subprocess.Popen[bytes]:
+    """Start a redis-server on `socket_path` and wait until it answers.
+    `new_session`: in a process group of its own, out of reach of the
+    terminal's Ctrl-C (`make run` stops it itself, after the processes using it)."""
     server = server or find_server()
     socket_path.parent.mkdir(parents=True, exist_ok=True)
     if socket_path.exists():
@@ -104,7 +110,7 @@ def start(
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        start_new_session=False,
+        start_new_session=new_session,
     )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -3,13 +3,23 @@ foreground with their logs.
 
 A child that exits unexpectedly is started again after a backoff (1 s, 2 s, 4 s
 ... up to 30 s; back to 1 s once it has run for a minute), so one crash or a
-Redis restart never stops the others. Ctrl-C (or SIGTERM) stops everything this
-started. Children inherit the environment, so settings such as
-`WORKFLOW_MODULES` reach every process.
+Redis restart never stops the others. Children inherit the environment, so
+settings such as `WORKFLOW_MODULES` reach every process.
+
+Ctrl-C (or SIGTERM) stops everything this started within `STOP_S`. Each child
+runs in a process group of its own (gunicorn's workers, RQ's work horses are in
+their parent's), so the terminal's Ctrl-C reaches this supervisor only and the
+stop goes in order: SIGTERM to each child (it stops its own: gunicorn its
+workers, the worker its job in hand), the embedded Redis last, since the others
+still talk to it while they stop; whatever of a group still runs after
+`KILL_AFTER_S` is SIGKILLed, the whole group. A second Ctrl-C kills at once. A
+child that exits unexpectedly takes its group with it too (a web worker whose
+master died must not keep the port from the next master).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+import psutil
+
 from webapp import create_app, embedded_redis
 from webapp.config import Config, ConfigError
 from webapp.migrate import upgrade
@@ -27,6 +39,9 @@ from webapp.migrate import upgrade
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
 STABLE_AFTER_S = 60.0
+STOP_S = 10.0  # Ctrl-C: every process this started is gone within this
+KILL_AFTER_S = 7.0  # then what still runs of the app's processes is killed
+WEB_GRACE_S = 5  # gunicorn's own graceful timeout for its workers' requests
 
 
 def _pump(name: str, stream: IO[bytes]) -> None:
@@ -39,12 +54,34 @@ def say(name: str, text: str) -> None:
     print(f"{name:<9}| {text}", file=sys.stderr, flush=True)
 
 
-class Child:
-    """One supervised process: started, watched, restarted with backoff."""
+def group_alive(pgid: int) -> bool:
+    """A process of the group still runs (its zombies, which hold nothing, do
+    not count: an orphan's is only reaped by init, and some inits never do)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(proc.pid) == pgid:
+                return True
+        except (OSError, psutil.Error):
+            continue
+    return False
 
-    def __init__(self, name: str, start: Callable[[], subprocess.Popen[bytes]]) -> None:
+
+class Child:
+    """One supervised process (and its process group): started, watched,
+    restarted with backoff, stopped."""
+
+    def __init__(
+        self, name: str, start: Callable[[], subprocess.Popen[bytes]], stop_last: bool = False
+    ) -> None:
         self.name = name
         self._start = start
+        self.stop_last = stop_last
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
         self.backoff = FIRST_BACKOFF_S
@@ -72,6 +109,7 @@ class Child:
             return
         if self.proc is None or self.proc.poll() is None:
             return
+        self.kill()  # what it left behind goes with it
         if now - self.started_at >= STABLE_AFTER_S:
             self.backoff = FIRST_BACKOFF_S
         say(self.name, f"exited with {self.proc.returncode}; restarting in {self.backoff:.0f} s")
@@ -79,23 +117,48 @@ class Child:
         self.backoff = min(MAX_BACKOFF_S, self.backoff * 2)
 
     def terminate(self) -> None:
+        """SIGTERM to the child itself: it stops what it started."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
 
-    def wait(self, deadline: float) -> None:
+    def kill(self) -> None:
+        """SIGKILL to its whole process group."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.poll()
+
+    def running(self) -> bool:
         if self.proc is None:
-            return
-        try:
-            self.proc.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            return False
+        return self.proc.poll() is None or group_alive(self.proc.pid)
+
+
+def stop(children: list[Child], hurry: threading.Event) -> None:
+    """SIGTERM, wait, SIGKILL what is left: the app's processes, then those
+    they need while they stop (the embedded Redis). Done within STOP_S."""
+    started = time.monotonic()
+    first = [c for c in children if not c.stop_last]
+    last = [c for c in children if c.stop_last]
+    for wave, kill_at in ((first, started + KILL_AFTER_S), (last, started + STOP_S - 1)):
+        for child in wave:
+            child.terminate()
+        while any(c.running() for c in wave) and time.monotonic() < kill_at:
+            if hurry.wait(0.05):  # a second Ctrl-C
+                break
+        for child in wave:
+            if child.running():
+                say(child.name, "still running; killed")
+                child.kill()
+        while any(c.running() for c in wave) and time.monotonic() < started + STOP_S:
+            time.sleep(0.05)
 
 
 def commands(cfg: Config, env: dict[str, str]) -> dict[str, list[str]]:
     py = sys.executable
     web = [py, "-m", "gunicorn", "--workers", env.get("WEB_CONCURRENCY", "2"), "--threads", "4"]
-    web += ["--bind", f"{cfg.host}:{cfg.port}", "--access-logfile", "-", "wsgi:app"]
+    web += ["--bind", f"{cfg.host}:{cfg.port}", "--graceful-timeout", str(WEB_GRACE_S)]
+    web += ["--access-logfile", "-", "wsgi:app"]
     return {
         "web": web,
         "worker": [py, "-m", "worker.run_worker"],
@@ -104,7 +167,9 @@ def commands(cfg: Config, env: dict[str, str]) -> dict[str, list[str]]:
 
 
 def _popen(cmd: list[str], env: dict[str, str]) -> Callable[[], subprocess.Popen[bytes]]:
-    return lambda: subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return lambda: subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 def main() -> int:
@@ -116,21 +181,29 @@ def main() -> int:
     env = dict(os.environ)
     env["INSTANCE_PATH"] = str(cfg.instance_path)
     children: list[Child] = []
-    if cfg.redis_embedded:
-        sock = Path(cfg.redis_url.removeprefix("unix://"))
-        try:
-            server = embedded_redis.find_server()
-        except embedded_redis.NoRedisServer as exc:
-            print(exc, file=sys.stderr)
-            return 2
-        redis_child = Child("redis", lambda: embedded_redis.start(sock, server=server))
-        redis_child.start()
-        children.append(redis_child)
-        print(f"embedded redis   | listening on {sock} ({server.binary}, {server.origin})")
-    stopping = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stopping.set())
-    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    stopping, hurry = threading.Event(), threading.Event()
+
+    def on_signal(*_: object) -> None:
+        (hurry if stopping.is_set() else stopping).set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     try:
+        if cfg.redis_embedded:
+            sock = Path(cfg.redis_url.removeprefix("unix://"))
+            try:
+                server = embedded_redis.find_server()
+            except embedded_redis.NoRedisServer as exc:
+                print(exc, file=sys.stderr)
+                return 2
+            redis_child = Child(
+                "redis",
+                lambda: embedded_redis.start(sock, server=server, new_session=True),
+                stop_last=True,
+            )
+            redis_child.start()
+            children.append(redis_child)
+            print(f"embedded redis   | listening on {sock} ({server.binary}, {server.origin})")
         upgrade(cfg.database_url)
         print(f"database         | migrated ({cfg.database_url.split('://')[0]})")
         try:  # fail here, once, on a bad WORKFLOW_MODULES, not in every child
@@ -139,6 +212,8 @@ def main() -> int:
             print(f"configuration error: {exc}", file=sys.stderr)
             return 2
         for name, cmd in commands(cfg, env).items():
+            if stopping.is_set():
+                break
             child = Child(name, _popen(cmd, env))
             child.start()
             children.append(child)
@@ -149,11 +224,7 @@ def main() -> int:
                 child.watch(now)
             stopping.wait(0.3)
     finally:
-        for child in reversed(children):
-            child.terminate()
-        deadline = time.monotonic() + 10
-        for child in reversed(children):
-            child.wait(deadline)
+        stop(children, hurry)
     return 0
 
 
