@@ -69,11 +69,14 @@ def stopped(proc: procs.Proc, since: float) -> int:
         ) from exc
 
 
-def assert_stopped_once(proc: procs.Proc) -> None:
+def assert_stopped_once(proc: procs.Proc, outage: bool = False) -> None:
+    """Stopped, and RQ's loop never started again. Without an outage the loop's
+    end was not even taken for one; in an outage RQ's loop may end on its own
+    (a heartbeat after a job fails) before the signal, which is not a restart."""
     out = proc.output()
-    assert RESTARTED not in out, out
-    assert out.count("started with PID") == 1, out  # RQ's loop never started again
-    assert "worker stopped" in out, out
+    assert outage or RESTARTED not in out, out
+    assert out.count("started with PID") == 1, out
+    assert "Redis available again" not in out and "worker stopped" in out, out
 
 
 def hold_job(r: Redis, marks: Path) -> Job:
@@ -209,7 +212,7 @@ def test_stop_during_a_redis_outage(private, env, tmp_path):
         scheduler.popen.send_signal(signal.SIGTERM)
         assert stopped(worker, t0) == 0, worker.output()
         assert stopped(scheduler, t0) == 0, scheduler.output()
-        assert_stopped_once(worker)
+        assert_stopped_once(worker, outage=True)
         assert "scheduler stopped" in scheduler.output()
     finally:
         worker.stop()
@@ -232,9 +235,7 @@ def test_a_worker_waiting_for_redis_after_its_loop_ended_stops_at_the_signal(
         t0 = time.monotonic()
         worker.popen.send_signal(signal.SIGTERM)
         assert stopped(worker, t0) == 0, worker.output()
-        out = worker.output()
-        assert out.count("started with PID") == 1, out  # no fresh loop
-        assert "Redis available again" not in out and "worker stopped" in out, out
+        assert_stopped_once(worker, outage=True)
     finally:
         worker.stop()
 
