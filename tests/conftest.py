@@ -17,8 +17,9 @@ from redis import Redis
 from sqlalchemy import create_engine, text
 
 from tests.mailserver import PrivateRedis, SmtpServer
+from tests.support.database import clean_database
 from webapp import clock as clockmod
-from webapp import create_app, db, embedded_redis
+from webapp import create_app, embedded_redis
 from webapp.clock import FrozenClock
 from webapp.config import Config
 from webapp.eventstore import projections
@@ -26,7 +27,7 @@ from webapp.migrate import upgrade
 from webapp.workflows.engine import heartbeat
 
 # Shared helpers and fixtures (tests/support/__init__.py says what is where).
-pytest_plugins = ["tests.support.web", "tests.support.accounts"]
+pytest_plugins = ["tests.support.web", "tests.support.accounts", "tests.support.workflows"]
 
 
 @pytest.fixture(scope="session")
@@ -61,27 +62,6 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture
 def backend(database_url: str) -> str:
     return "postgresql" if database_url.startswith("postgresql") else "sqlite"
-
-
-def _clean_database() -> None:
-    engine = db.get_engine()
-    names = [t.name for t in reversed(db.metadata.sorted_tables)]
-    with engine.begin() as conn:
-        existing = set(
-            conn.execute(
-                text("SELECT name FROM sqlite_master WHERE type='table'")
-                if engine.dialect.name == "sqlite"
-                else text("SELECT tablename FROM pg_tables WHERE schemaname='public'")
-            ).scalars()
-        )
-        for name in names:
-            if name in existing:
-                conn.execute(text(f'DELETE FROM "{name}"'))
-        conn.execute(text("INSERT INTO event_counter (id, last_position) VALUES (1, 0)"))
-        conn.execute(
-            text("INSERT INTO tenants (id, name, created_at) VALUES ('default', 'Default', :t)"),
-            {"t": clockmod.now().replace(tzinfo=None)},
-        )
 
 
 @pytest.fixture
@@ -137,14 +117,14 @@ def _stop_background_threads() -> None:
 def app(make_config: Any, redis: Redis, client_class: type[FlaskClient]) -> Iterator[Flask]:
     application = create_app(make_config())
     application.test_client_class = client_class
-    _clean_database()
+    clean_database()
     projections.ensure_cursors()  # as create_app does on a fresh database
     try:
         with application.app_context():
             yield application
         _stop_background_threads()
     finally:
-        _clean_database()
+        clean_database()
 
 
 @pytest.fixture

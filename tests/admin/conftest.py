@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from tests.support.accounts import CHEAP
-from tests.workflows.conftest import use_workflow  # noqa: F401  (registers workflows for one test)
 
 
 @pytest.fixture

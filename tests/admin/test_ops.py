@@ -13,7 +13,7 @@ from tests.helpers import append_one, projection
 from tests.mail.test_outbox import _record, _row
 from tests.mailserver import SmtpServer
 from tests.support.web import post
-from tests.workflows.conftest import emit, only_run
+from tests.support.workflows import emit, only_run
 from webapp import db
 from webapp.eventstore import StreamId, projections, read_stream
 

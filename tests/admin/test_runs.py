@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 import webapp.workflows as wf
 from tests.support.accounts import ADMIN, link_in, mails
 from tests.support.web import csrf_token, post
-from tests.workflows.conftest import emit, only_run, run_events, runs
+from tests.support.workflows import emit, only_run, run_events, runs
 from webapp.admin import queries
 
 FLAKY = {"broken": True}

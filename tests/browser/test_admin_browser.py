@@ -17,7 +17,7 @@ import webapp.workflows as wf
 from tests.browser import flows
 from tests.helpers import append_one, projection
 from tests.support.accounts import make_admin
-from tests.workflows.conftest import emit, only_run, use_workflow  # noqa: F401
+from tests.support.workflows import emit, only_run
 from webapp.config import ROOT
 from webapp.eventstore import projections
 from worker.run_scheduler import ScheduleKeeper

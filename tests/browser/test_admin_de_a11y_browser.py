@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from tests.browser import a11y, flows
 from tests.helpers import append_one, projection
 from tests.support.accounts import make_admin
-from tests.workflows.conftest import only_run
+from tests.support.workflows import only_run
 from webapp.eventstore import projections
 
 pytestmark = pytest.mark.browser

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import delete, event
 
 import webapp.workflows as wf
-from tests.workflows.conftest import pending, run_events, runs, types
+from tests.support.workflows import pending, run_events, runs, types
 from webapp import db
 from webapp.eventstore import ANY, NewEvent, StreamId, append
 from webapp.eventstore.tables import events as events_table

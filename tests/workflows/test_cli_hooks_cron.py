@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import webapp.workflows as wf
-from tests.workflows.conftest import emit, only_run, runs, types
+from tests.support.workflows import emit, only_run, runs, types
 from webapp.config import ROOT
 from webapp.workflows.triggers import start as trigger
 from webapp.workflows.webhook_route import signed_headers
@@ -58,14 +58,14 @@ def test_cli_runs_show_cancel_retry_stuck(use_workflow, work, clock, cli):
 
 @pytest.fixture
 def hook_app(make_config, redis):
-    from tests.conftest import _clean_database
+    from tests.support.database import clean_database
     from webapp import create_app
 
     application = create_app(make_config(secrets={"incoming": "s3cret"}, webhook_max_body=2048))
-    _clean_database()
+    clean_database()
     with application.app_context():
         yield application
-    _clean_database()
+    clean_database()
 
 
 def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):

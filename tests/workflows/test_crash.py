@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.workflows.conftest import emit, runs
+from tests.support.workflows import emit, runs
 from tests.workflows.crash_workflow import CRASH
 from webapp.config import ROOT
 from webapp.jobs import enqueue

@@ -14,7 +14,7 @@ from flask import has_app_context
 from sqlalchemy import select
 
 import webapp.workflows as wf
-from tests.conftest import _clean_database
+from tests.support.database import clean_database
 from webapp import db
 from webapp.clock import FrozenClock
 from webapp.eventstore import NewEvent, StreamId, append
@@ -41,7 +41,7 @@ Signal = tuple[str, str, int, datetime]
 def engine_only(database_url: str, clock: FrozenClock) -> Iterator[list[Signal]]:
     """The database and the run projection, no app: every wake-up recorded."""
     db.init_engine(database_url)
-    _clean_database()
+    clean_database()
     projection.register()
     catalog.put(FLOW)
     signals: list[Signal] = []
@@ -51,7 +51,7 @@ def engine_only(database_url: str, clock: FrozenClock) -> Iterator[list[Signal]]
     finally:
         wake_signal.listen(previous)
         catalog.pop(FLOW.name)
-        _clean_database()
+        clean_database()
 
 
 def start(n: int) -> str:

@@ -17,7 +17,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.exc import OperationalError
 
 import webapp.workflows as wf
-from tests.workflows.conftest import emit, only_run, run_events, types
+from tests.support.workflows import emit, only_run, run_events, types
 from tests.workflows.fingerprint_defs import EVERY_KIND, SOURCELESS, Doubler, Pricing, scaled
 from webapp import db
 from webapp.config import ROOT
@@ -286,7 +286,7 @@ def test_awaited_event_between_trigger_and_run_start_is_found(use_workflow, work
 
 
 def test_a_rolled_back_start_leaves_nothing_for_the_next_transaction(use_workflow, work):
-    from tests.workflows.conftest import runs
+    from tests.support.workflows import runs
     from webapp.workflows.triggers import start as trigger
 
     d = use_workflow(wf.workflow("leak", on="leak.go", steps=[wf.ret(1)]))

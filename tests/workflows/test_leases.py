@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import webapp.workflows as wf
-from tests.workflows.conftest import emit, only_run, types
+from tests.support.workflows import emit, only_run, types
 from webapp import db
 from webapp.workflows.dispatch import drain as drains
 from webapp.workflows.engine import heartbeat

@@ -7,7 +7,7 @@ import threading
 from datetime import timedelta
 
 import webapp.workflows as wf
-from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
+from tests.support.workflows import emit, only_run, pending, run_events, runs, types
 from webapp import db
 from webapp.workflows import operations as ops
 from webapp.workflows.dispatch import drain as drains

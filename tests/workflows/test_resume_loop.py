@@ -10,7 +10,7 @@ from __future__ import annotations
 from rq import Queue
 
 import webapp.workflows as wf
-from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
+from tests.support.workflows import emit, only_run, pending, run_events, runs, types
 from webapp.jobs.queue import DISPATCH_PENDING_KEY
 from webapp.workflows.dispatch import resume_loop as resumer
 from webapp.workflows.dispatch import signals as timers

@@ -9,7 +9,7 @@ from datetime import timedelta
 from sqlalchemy import delete
 
 import webapp.workflows as wf
-from tests.workflows.conftest import emit, only_run, pending, run_events, runs, types
+from tests.support.workflows import emit, only_run, pending, run_events, runs, types
 from webapp import db
 from webapp.eventstore import projections
 from webapp.eventstore.tables import events as events_table

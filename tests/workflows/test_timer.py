@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import webapp.workflows as wf
-from tests.workflows.conftest import emit, only_run
+from tests.support.workflows import emit, only_run
 from webapp import db
 from webapp.workflows.dispatch import signals as timers
 from webapp.workflows.dispatch import timer_loop as timer

@@ -1,5 +1,5 @@
-"""Helpers for workflow tests: register workflows for one test, emit events,
-run the real worker, read a run's events."""
+"""Workflow test helpers: the `use_workflow` fixture (register workflows for
+one test), emitting events, reading a run's events, rows and pending rows."""
 
 from __future__ import annotations
 

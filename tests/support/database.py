@@ -1,0 +1,31 @@
+"""The database between tests: every table emptied, the counter and the
+default tenant put back (what a fresh migration leaves)."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from webapp import clock as clockmod
+from webapp import db
+
+
+def clean_database() -> None:
+    """Empty every table of the current engine's database, as a fresh one."""
+    engine = db.get_engine()
+    names = [t.name for t in reversed(db.metadata.sorted_tables)]
+    with engine.begin() as conn:
+        existing = set(
+            conn.execute(
+                text("SELECT name FROM sqlite_master WHERE type='table'")
+                if engine.dialect.name == "sqlite"
+                else text("SELECT tablename FROM pg_tables WHERE schemaname='public'")
+            ).scalars()
+        )
+        for name in names:
+            if name in existing:
+                conn.execute(text(f'DELETE FROM "{name}"'))
+        conn.execute(text("INSERT INTO event_counter (id, last_position) VALUES (1, 0)"))
+        conn.execute(
+            text("INSERT INTO tenants (id, name, created_at) VALUES ('default', 'Default', :t)"),
+            {"t": clockmod.now().replace(tzinfo=None)},
+        )
