@@ -1,4 +1,4 @@
-"""The run lifecycle of SEED-NOTES §2: events with exact payloads, the pending
+"""The run lifecycle: events with exact payloads, the pending
 set, triggers, waits, wait-for-event, retry, failures, idempotency."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The events on a run's own stream (aggregate type `workflow-run`).
 
-Payload keys of the seven original events are exactly the original's; two more
-(`run-cancelled`, `run-retried`) serve the operator commands.
+Payload keys are camelCase and stable (stored runs are read with them); the
+last two (`run-cancelled`, `run-retried`) serve the operator commands.
 """
 
 from __future__ import annotations

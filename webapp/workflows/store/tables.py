@@ -4,7 +4,7 @@ from sqlalchemy import JSON, Column, Index, Integer, String, Table
 
 from webapp.db import UTCDateTime, metadata
 
-# Suspended steps, exactly the shape of the original's pending set.
+# The pending set: one row per suspended step, until it is resumed or its run settles.
 workflow_run_pending = Table(
     "workflow_run_pending",
     metadata,
