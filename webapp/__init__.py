@@ -24,6 +24,7 @@ from webapp import (
 from webapp.config import ROOT, Config
 from webapp.eventstore import projections
 from webapp.jobs.queue import request_dispatch
+from webapp.metrics import web as metrics
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ def create_app(config: Config | None = None) -> Flask:
 
     Htmx(app)
     security.init_app(app)  # before any feature, so none depends on the order
+    metrics.init_app(app)  # its request timer first in, last out
 
     cli.init_app(app)
     core_views.init_app(app)

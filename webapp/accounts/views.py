@@ -21,6 +21,7 @@ from webapp.accounts import events as ev
 from webapp.accounts.commands import Outcome
 from webapp.accounts.forms import LoginForm, RegisterForm, ResetPasswordForm
 from webapp.accounts.session import safe_next, sign_in, sign_out
+from webapp.metrics.instruments import SIGNINS
 
 bp = Blueprint("accounts", __name__)
 
@@ -68,19 +69,23 @@ def login() -> Response:
         "login-account", account_key
     )
     if limited:
+        SIGNINS.labels("rate_limited").inc()
         form.add_error(None, gettext("auth.errors.tooManyAttempts"))
         return page("accounts/login.html", 429, form=form, next=next_url)
     user = auth.authenticate(email, form.password.data)
     if user is None:
+        SIGNINS.labels("refused").inc()
         ratelimit.hit("login-account", account_key)
         # Not one field's fault (and no hint which): a form-wide error.
         form.add_error(None, gettext("auth.login.failed"), link_to="email")
         return page("accounts/login.html", 422, form=form, next=next_url)
     if user.status == ev.RESTRICTED_STATUS:
+        SIGNINS.labels("refused").inc()
         # Only after the right password, so the refusal tells nobody else anything.
         form.add_error(None, gettext("privacy.restrict.restricted"))
         return page("accounts/login.html", 403, form=form, next=next_url)
     sign_in(user, remember=bool(form.remember.data))
+    SIGNINS.labels("succeeded").inc()
     return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
 
 
