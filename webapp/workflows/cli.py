@@ -19,9 +19,7 @@ def _ts(value: object) -> str:
 
 
 @workflows_cli.command("runs")
-@click.option(
-    "--status", type=click.Choice([s.value for s in RunStatus])
-)
+@click.option("--status", type=click.Choice([s.value for s in RunStatus]))
 @click.option("--workflow", "workflow_name")
 @click.option("--limit", default=200, show_default=True)
 def runs(status: str | None, workflow_name: str | None, limit: int) -> None:
