@@ -23,6 +23,7 @@ from webapp import (
 )
 from webapp.config import ROOT, Config
 from webapp.eventstore import projections
+from webapp.health import readiness
 from webapp.jobs.queue import request_dispatch
 from webapp.metrics import web as metrics
 
@@ -60,6 +61,7 @@ def create_app(config: Config | None = None) -> Flask:
 
     cli.init_app(app)
     core_views.init_app(app)
+    readiness.init_app(app)
     static_files.init_app(app)
     forms.init_app(app)
     _request_ids(app)

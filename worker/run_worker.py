@@ -32,6 +32,7 @@ from rq import Queue, SimpleWorker, Worker
 from rq.job import Job
 
 from webapp.config import ConfigError
+from webapp.health import liveness
 from webapp.jobs.queue import QUEUES
 from webapp.logs import setup
 from webapp.redis_conn import redis_for
@@ -198,6 +199,7 @@ def main() -> None:
     # So does the resume loop: a step due now is claimed by a thread that waits
     # for nothing else, not queued behind other jobs (webapp.workflows.dispatch.resume_loop).
     stop_resumes, resumes = resumer.start_thread(app)
+    liveness.start(cfg, "worker")  # WORKER_HEALTH_PORT, when set: the two loops above
     try:
         with app.app_context():
             run(

@@ -13,10 +13,7 @@ counted under `<unmatched>`.
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 import time
-from collections.abc import Sequence
 
 from flask import Blueprint, Flask, Response, abort, current_app, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -25,6 +22,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from webapp.config import Config
 from webapp.jobs.queue import QUEUES
 from webapp.metrics import gauges, instruments, multiprocess_dir, run_counters
+from webapp.metrics.guard import Guard
 from webapp.redis_conn import get_redis
 
 bp = Blueprint("metrics", __name__)
@@ -32,30 +30,6 @@ bp = Blueprint("metrics", __name__)
 METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
 _STARTED = "webapp.metrics.started"
 HEARTBEAT_EVERY_S = 1.0
-
-
-class Guard:
-    """Who may read /metrics: an allowed address, or the bearer token."""
-
-    def __init__(self, allow: Sequence[str], token: str) -> None:
-        self.networks = [ipaddress.ip_network(n) for n in allow]
-        self.token = token.encode()
-
-    def admits(self, remote_addr: str | None, authorization: str | None) -> bool:
-        bearer = (authorization or "").removeprefix("Bearer ")
-        if (
-            self.token
-            and bearer != authorization
-            and hmac.compare_digest(bearer.encode(), self.token)
-        ):
-            return True
-        try:
-            addr = ipaddress.ip_address(remote_addr or "")
-        except ValueError:
-            return False
-        if addr.version == 6 and addr.ipv4_mapped is not None:
-            addr = addr.ipv4_mapped
-        return any(addr in net for net in self.networks)
 
 
 def exposition(collector: gauges.ScrapeGauges) -> bytes:
