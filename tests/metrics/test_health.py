@@ -4,6 +4,8 @@ when its resume loop hangs, and 200 again once the loop turns."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from webapp.metrics.guard import Guard
 from webapp.migrate import upgrade
 from webapp.workflows.dispatch import resume_loop
 from webapp.workflows.dispatch import signals as timers
+from worker import dev, dev_health
 
 
 def test_readyz_answers_ok_when_database_redis_and_migrations_are(client):
@@ -107,3 +110,28 @@ def test_the_health_port_serves_this_hosts_counters_only_to_allowed_scrapers(app
     assert refused.status_code == 404
     assert served.status_code == 200
     assert "webapp_workflow_step_duration_seconds_bucket" in served.text
+
+
+def test_make_runs_supervisor_stops_a_child_whose_health_port_says_stuck(make_config, tmp_path):
+    stuck = liveness.serve("127.0.0.1", 0, ("resume",), 0.0, Guard((), ""))  # never turned
+    port = str(stuck.server_address[1])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    child = dev.Child("worker", lambda: sleeper)
+    child.start()
+    env = {"WORKER_HEALTH_PORT": port, "SCHEDULER_HEALTH_PORT": "0"}
+    probe = dev_health.Probe(make_config(), env)
+    try:
+        probe.watch([child], 0.0)  # first 503: a strike, not yet a restart
+        assert sleeper.poll() is None
+        probe.watch([child], 1.0)  # too soon to ask again
+        assert sleeper.poll() is None
+        probe.watch([child], dev_health.PROBE_EVERY_S)  # second 503 in a row: stopped
+        assert sleeper.wait(timeout=30) != 0
+        child.watch(child.started_at + 1)  # and the supervisor starts it again
+        assert child.restart_at is not None
+    finally:
+        stuck.shutdown()
+        stuck.server_close()
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()

@@ -12,6 +12,7 @@ webapp.metrics.web), for workers on hosts without a web process.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -24,6 +25,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from webapp.config import Config
 from webapp.metrics import instruments, multiprocess_dir
 from webapp.metrics.guard import Guard
+
+log = logging.getLogger(__name__)
 
 _ticks: dict[str, float] = {}  # loop -> time.monotonic() of its last turn
 
@@ -94,4 +97,8 @@ def start(cfg: Config, process: str) -> ThreadingHTTPServer | None:
     if not port:
         return None
     guard = Guard(cfg.metrics_allow, cfg.metrics_token)
-    return serve(cfg.host, port, WATCHED[process], cfg.health_stale_seconds, guard)
+    try:
+        return serve(cfg.host, port, WATCHED[process], cfg.health_stale_seconds, guard)
+    except OSError as exc:  # the port is taken: run on, without a health port
+        log.warning("health port not served", extra={"port": port, "error": str(exc)})
+        return None
