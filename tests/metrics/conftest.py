@@ -31,9 +31,8 @@ class Scrape:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.samples: list[Sample] = [
-            s for family in text_string_to_metric_families(text) for s in family.samples
-        ]
+        self.families = list(text_string_to_metric_families(text))
+        self.samples: list[Sample] = [s for family in self.families for s in family.samples]
 
     def value(self, name: str, **labels: str) -> float:
         """The sample's value (0 when it is not exported)."""
