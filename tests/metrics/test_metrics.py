@@ -17,9 +17,10 @@ from tests.metrics.conftest import delta, scrape
 from tests.workflows.conftest import emit, only_run
 from webapp import create_app, db
 from webapp.config import Config, ConfigError
-from webapp.eventstore import projections
+from webapp.eventstore import NewEvent, StreamId, append, projections
 from webapp.eventstore.tables import parked_events
 from webapp.workflows.dispatch import signals, timer_loop
+from webapp.workflows.store import run_events as ev
 
 OUTSIDER = {"REMOTE_ADDR": "203.0.113.9"}
 TOKEN = "scrape-token-0123456789abcdef"
@@ -183,3 +184,23 @@ def test_database_gauges_projection_lag_parked_events_and_mail(app: Flask, clien
     assert s.value("webapp_metrics_source_up", source="database") == 1
     assert s.value("webapp_metrics_source_up", source="redis") == 1
     assert s.value("webapp_queue_jobs", queue="default") >= 1  # its delivery job, not run
+
+
+def test_run_events_count_once_their_transaction_commits(app: Flask, client):
+    def start(run_id: str) -> None:
+        payload = ev.run_started("ghost-flow", "thing.happened", {"eventId": "e1"}, "fp", None)
+        with db.transaction() as conn:
+            stream = StreamId("default", ev.AGGREGATE_TYPE, run_id)
+            append(conn, stream, [NewEvent(ev.RUN_STARTED, payload)], 0)
+            if run_id == "rolled-back":
+                raise RuntimeError("the transaction rolls back")
+
+    before = scrape(client)
+    with pytest.raises(RuntimeError):
+        start("rolled-back")
+    mid = scrape(client)
+    start(str(uuid.uuid4()))
+    after = scrape(client)
+    name = "webapp_workflow_runs_started_total"
+    assert delta(mid, before, name, workflow="ghost-flow") == 0
+    assert delta(after, before, name, workflow="ghost-flow") == 1

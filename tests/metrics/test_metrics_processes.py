@@ -6,10 +6,12 @@ label value is then checked: never a run id, an address or a tenant id."""
 from __future__ import annotations
 
 import re
+import socket
 import uuid
 from collections import Counter
 from pathlib import Path
 
+import httpx
 from flask import Flask
 from sqlalchemy import select
 
@@ -20,6 +22,7 @@ from webapp import db
 from webapp.events import publish
 from webapp.eventstore import projections
 from webapp.eventstore.tables import tenants
+from webapp.health import liveness
 from webapp.jobs.queue import QUEUES
 from webapp.metrics import multiprocess_dir
 from webapp.workflows.store.tables import workflow_runs
@@ -135,3 +138,48 @@ def assert_no_personal_or_unbounded_labels(s: Scrape) -> None:
             if not (label == "queue" and value in QUEUES):
                 assert value not in tenant_ids, where
     assert str(uuid.uuid4()) not in s.text
+
+
+def test_the_worker_and_the_scheduler_serve_their_health_ports(
+    app: Flask, database_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    ports = {"worker": free_port(), "scheduler": free_port()}
+    env = procs.app_env(
+        database_url,
+        redis_url,
+        tmp_path / "instance",
+        WORKER_HEALTH_PORT=str(ports["worker"]),
+        SCHEDULER_HEALTH_PORT=str(ports["scheduler"]),
+    )
+    started = [
+        procs.worker(env, tmp_path / "worker.log"),
+        procs.scheduler(env, tmp_path / "scheduler.log"),
+    ]
+    try:
+        for process, port in ports.items():
+            answer = procs.until(lambda port=port: _get(port, "/healthz"), what=f"{process} health")
+            assert answer.status_code == 200, answer.text
+            assert set(answer.json()["loops"]) == set(liveness.WATCHED[process])
+            served = Scrape(_get(port, "/metrics").text)  # loopback is in METRICS_ALLOW
+            for loop in liveness.WATCHED[process]:
+                beat = served.value(
+                    "webapp_heartbeat_timestamp_seconds", process=process, loop=loop
+                )
+                assert beat > 0, (process, loop)
+        assert all(p.alive() for p in started), [p.output() for p in started]
+    finally:
+        for p in started:
+            p.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(port: int, path: str) -> httpx.Response | None:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}{path}", timeout=5)
+    except httpx.HTTPError:
+        return None  # not listening yet
