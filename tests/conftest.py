@@ -5,6 +5,7 @@ a frozen clock, and a way to run the real RQ worker in burst mode."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from webapp.clock import FrozenClock
 from webapp.config import Config
 from webapp.eventstore import projections
 from webapp.migrate import upgrade
+from webapp.workflows.engine import heartbeat
 
 
 @pytest.fixture(scope="session")
@@ -106,15 +108,30 @@ def make_config(database_url: str, redis_url: str, tmp_path: Path) -> Any:
     return make
 
 
+def _stop_background_threads() -> None:
+    """Before the database cleanup, the engine's background threads have ended:
+    the lease heartbeat is stopped and joined, and no other workflow thread
+    (resume loop, timer) is left running. One still writing while the cleanup
+    deletes makes the cleanup fail at random on SQLite ("database is locked":
+    its read-then-write transaction cannot wait for another writer). Threads a
+    test starts itself are joined by that test."""
+    assert heartbeat.stop(), "the lease heartbeat thread did not stop"
+    alive = [t.name for t in threading.enumerate() if t.name.startswith("workflow-")]
+    assert not alive, f"workflow threads still running before the database cleanup: {alive}"
+
+
 @pytest.fixture
 def app(make_config: Any, redis: Redis) -> Iterator[Flask]:
     application = create_app(make_config())
     application.test_client_class = FreshGClient
     _clean_database()
     projections.ensure_cursors()  # as create_app does on a fresh database
-    with application.app_context():
-        yield application
-    _clean_database()
+    try:
+        with application.app_context():
+            yield application
+        _stop_background_threads()
+    finally:
+        _clean_database()
 
 
 @pytest.fixture

@@ -3,87 +3,146 @@ token with a short expiry; while the worker executes the run a heartbeat
 thread renews it, and every progress commit renews it too. A worker that dies
 stops renewing: within `LEASE` the lease has expired and the timer
 (`webapp.workflows.dispatch.timer_loop`, in every worker) re-dispatches the run from its
-last committed step."""
+last committed step.
+
+`heartbeat(...)` blocks nest: a drain holds the leases of its whole batch
+while each run's own loop (`run_loop`) holds its lease again. Blocks are
+counted per (tenant, run, token), so a lease stays renewed until the last block
+holding it has exited, not only until the innermost one has.
+
+One daemon thread per process renews every lease held here; `stop()` ends and
+joins it (the next `heartbeat` block starts a fresh one), `beat_now()` has it
+renew at once and waits for that renewal. The SQL is `store.leases.renew`."""
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from sqlalchemy import update
-
-from webapp import clock, db
-from webapp.workflows.store.tables import workflow_runs
+from webapp import clock
+from webapp.workflows.store import leases as store_leases
 
 log = logging.getLogger("webapp.workflows")
 
 LEASE = timedelta(seconds=6)
+BEATS_PER_LEASE = 3  # a lease is renewed this often within its length
+
+Key = tuple[str, str, str]  # (tenant, run, token)
+
+_held: Counter[Key] = Counter()  # open heartbeat blocks per lease, in this process
+_cond = threading.Condition()  # guards _held and _beater, and signals beats
 
 
 def lease_until(now: datetime | None = None) -> datetime:
     return (now or clock.now()) + LEASE
 
 
-def renew(tenant_id: str, held: Sequence[tuple[str, str]]) -> int:
-    """Push the expiry of leases we hold ((run_id, token) pairs) one LEASE on."""
-    if not held:
-        return 0
-    with db.transaction() as conn:
-        return int(
-            conn.execute(
-                update(workflow_runs)
-                .where(
-                    workflow_runs.c.tenant_id == tenant_id,
-                    workflow_runs.c.run_id.in_(sorted({r for r, _ in held})),
-                    workflow_runs.c.lease_token.in_(sorted({t for _, t in held})),
-                    workflow_runs.c.status == "running",
-                )
-                .values(lease_until=lease_until())
-            ).rowcount
+class _Beater:
+    """The renewing thread, with its own bookkeeping (a stopped one is dropped
+    whole, so a fresh one never sees its predecessor's state)."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self.asked = 0  # the beat `beat_now` waits for
+        self.begun = 0  # beats whose snapshot of _held was taken
+        self.done = 0  # beats whose renewal has finished
+        self.thread = threading.Thread(
+            target=self._run, name="workflow-lease-heartbeat", daemon=True
         )
 
+    def _run(self) -> None:
+        while True:
+            with _cond:
+                _cond.wait_for(
+                    lambda: self.stopping or self.asked > self.begun,
+                    timeout=LEASE.total_seconds() / BEATS_PER_LEASE,
+                )
+                if self.stopping:
+                    return
+                self.begun += 1
+                number = self.begun
+                by_tenant: dict[str, list[tuple[str, str]]] = {}
+                for tenant_id, run_id, token in _held:
+                    by_tenant.setdefault(tenant_id, []).append((run_id, token))
+            _renew(by_tenant)
+            with _cond:
+                self.done = number
+                _cond.notify_all()
 
-_held: dict[tuple[str, str], str] = {}  # (tenant, run) -> token, in this process
-_lock = threading.Lock()
-_beating = False
+
+_beater: _Beater | None = None
+
+
+def _renew(by_tenant: dict[str, list[tuple[str, str]]]) -> None:
+    for tenant_id, held in by_tenant.items():
+        try:
+            store_leases.renew(tenant_id, held, lease_until())
+        except Exception as exc:  # an outage: the engine's retries handle the run
+            log.warning("lease heartbeat failed", extra={"error_class": type(exc).__name__})
 
 
 @contextmanager
 def heartbeat(tenant_id: str, held: Sequence[tuple[str, str]]) -> Iterator[None]:
-    """Keep the leases renewed while the block runs: one daemon thread per
-    process renews every lease held here each third of LEASE."""
-    keys = [((tenant_id, run_id), token) for run_id, token in held]
-    with _lock:
+    """Keep the leases ((run_id, token) pairs) renewed while the block runs,
+    each third of LEASE, and while any other block holding them runs."""
+    keys = [(tenant_id, run_id, token) for run_id, token in held]
+    with _cond:
         _held.update(keys)
-        _start()
+        if keys:
+            _start()
     try:
         yield
     finally:
-        with _lock:
-            for key, token in keys:
-                if _held.get(key) == token:
+        with _cond:
+            _held.subtract(keys)
+            for key in set(keys):
+                if _held[key] <= 0:
                     del _held[key]
 
 
+def held_leases() -> frozenset[Key]:
+    """The leases this process renews now."""
+    with _cond:
+        return frozenset(_held)
+
+
 def _start() -> None:
-    global _beating
-    if not _beating:
-        _beating = True
-        threading.Thread(target=_beat, name="workflow-lease-heartbeat", daemon=True).start()
+    global _beater
+    if _beater is None:
+        _beater = _Beater()
+        _beater.thread.start()
 
 
-def _beat() -> None:
-    while True:
-        threading.Event().wait(LEASE.total_seconds() / 3)
-        with _lock:
-            by_tenant: dict[str, list[tuple[str, str]]] = {}
-            for (tenant_id, run_id), token in _held.items():
-                by_tenant.setdefault(tenant_id, []).append((run_id, token))
-        for tenant_id, held in by_tenant.items():
-            try:
-                renew(tenant_id, held)
-            except Exception as exc:  # an outage: the engine's retries handle the run
-                log.warning("lease heartbeat failed", extra={"error_class": type(exc).__name__})
+def beat_now(timeout: float = 10.0) -> bool:
+    """Renew every lease held now, on the heartbeat thread, and wait until that
+    renewal has finished. False when no thread runs (nothing was ever held, or
+    it was stopped) or it did not finish within `timeout` seconds."""
+    with _cond:
+        beater = _beater
+        if beater is None:
+            return False
+        target = beater.asked = beater.begun + 1  # the next beat to take a snapshot
+        _cond.notify_all()
+        return _cond.wait_for(lambda: beater.done >= target or beater.stopping, timeout) and (
+            beater.done >= target
+        )
+
+
+def stop(timeout: float = 10.0) -> bool:
+    """Stop the heartbeat thread and join it: a renewal in flight finishes
+    first, none starts after. Leases still held are no longer renewed until
+    the next `heartbeat` block starts a fresh thread. False if the thread did
+    not end within `timeout` seconds."""
+    global _beater
+    with _cond:
+        beater, _beater = _beater, None
+        if beater is None:
+            return True
+        beater.stopping = True
+        _cond.notify_all()
+    beater.thread.join(timeout)
+    return not beater.thread.is_alive()
