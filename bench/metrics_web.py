@@ -7,13 +7,18 @@ request timed and counted into the multiprocess directory) and once with
 on each with wrk, BENCH_ROUNDS (5) rounds, alternating which goes first. Each
 round's ratio is on/off from the two runs side by side (on a shared machine the
 load changes within a minute; neighbouring runs see the same load); the figure
-is the median round. Writes `bench/results/metrics_web.json` and prints it.
+is the median round. Beside it, what the instruments cost in this process:
+one request's timing and counting (`labels(...).observe(...)` into a
+multiprocess file) timed over 20,000 calls. Writes
+`bench/results/metrics_web.json` and prints it.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import subprocess
+import sys
 import tempfile
 import time
 from contextlib import ExitStack
@@ -34,6 +39,27 @@ USER_AGENT = "bench-web/1"  # the sign-in's, as bench/web.py sends it
 def profile(base: str, cookie: str, address: str) -> Route:
     headers = {"Cookie": cookie, "User-Agent": USER_AGENT}
     return Route("GET /profile", wrk.Request(f"{base}/profile", headers=headers), 200, address)
+
+
+# Run in a process of its own, counting into the bench's directory (never the
+# instance's, which a `make run` may be serving).
+COST = """
+import time
+histogram, calls = instruments.HTTP_REQUESTS, 20_000
+started = time.perf_counter()
+for _ in range(calls):
+    t = time.perf_counter()
+    histogram.labels("GET", "/profile", "200").observe(time.perf_counter() - t)
+print((time.perf_counter() - started) / calls * 1e6)
+"""
+
+
+def observe_cost_us(env: dict[str, str]) -> float:
+    """Microseconds per request for the request instruments."""
+    out = subprocess.run(
+        [sys.executable, "-c", COST], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.strip())
 
 
 def main() -> dict[str, Any]:
@@ -67,6 +93,7 @@ def main() -> dict[str, Any]:
         route = {name: profile(base, cookie, address) for name, base in apps.items()}
         for r in route.values():
             check(r)
+        cost_us = observe_cost_us(env)
         runs: list[dict[str, wrk.Figures]] = []
         for i in range(ROUNDS):
             order = ("on", "off") if i % 2 == 0 else ("off", "on")
@@ -89,6 +116,7 @@ def main() -> dict[str, Any]:
         "route": "GET /profile (full page, signed in)",
         "ratio_on_to_off": round(ratios[middle], 3),
         "ratio_each_round": [round(x, 3) for x in ratios],
+        "instrument_cost_us_per_request": round(cost_us, 2),
         "median_round": {name: figures(f) for name, f in runs[middle].items()},
     }
 
@@ -111,4 +139,5 @@ if __name__ == "__main__":
     )
     each = " ".join(f"{x:.3f}" for x in result["ratio_each_round"])
     print(f"  on/off: {result['ratio_on_to_off']:.3f} (median round; rounds: {each})")
+    print(f"  instruments per request, in-process: {result['instrument_cost_us_per_request']} us")
     write_result(RESULTS, result)

@@ -24,6 +24,7 @@ from redis import Redis
 from sqlalchemy import Select, func, literal, select, union_all
 
 from webapp import clock, db
+from webapp.db import UTCDateTime
 from webapp.eventstore import projections
 from webapp.eventstore.tables import events, parked_events, projection_cursors, tenants
 from webapp.mail.outbox.tables import FAILED, PENDING, mail_outbox
@@ -51,7 +52,7 @@ def statement(now: datetime) -> Select[Any]:
         .group_by(mail_outbox.c.status)
     )
     runs = (
-        select(*part("runs", workflow_runs.c.status, func.min(workflow_runs.c.started_at)))
+        select(*part("runs", workflow_runs.c.status, literal(None, UTCDateTime())))
         .where(workflow_runs.c.tenant_id.in_(_tenant_ids()), workflow_runs.c.status.in_(OPEN))
         .group_by(workflow_runs.c.status)
     )

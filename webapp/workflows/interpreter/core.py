@@ -22,8 +22,10 @@ from webapp.workflows.definition.model import Branch, Compute, ForEach, Retry, R
 
 Runner = Callable[[Any, RunContext, Connection | None], Any]
 _runners: dict[type[Step], Runner] = {}
-# Each kind's step-duration histogram (label: `SendMail` -> `send_mail`).
-_timers: dict[type[Step], Any] = {}
+# Each kind's step-duration label (`SendMail` -> `send_mail`); the histogram's
+# child is made at the first step run, so a process that runs none (a CLI
+# command) writes no metrics file.
+_kinds: dict[type[Step], str] = {}
 
 
 class ReturnSignal(Exception):
@@ -38,7 +40,7 @@ def runs(kind: type[Step]) -> Callable[[Runner], Runner]:
 
     def deco(fn: Runner) -> Runner:
         _runners[kind] = fn
-        _timers[kind] = STEP_DURATION.labels(re.sub(r"(?<!^)(?=[A-Z])", "_", kind.__name__).lower())
+        _kinds[kind] = re.sub(r"(?<!^)(?=[A-Z])", "_", kind.__name__).lower()
         return fn
 
     return deco
@@ -65,7 +67,7 @@ def run_step(step: Step, ctx: RunContext, conn: Connection | None = None) -> Any
     try:
         return runner(step, ctx, conn)
     finally:
-        _timers[type(step)].observe(time.perf_counter() - started)
+        STEP_DURATION.labels(_kinds[type(step)]).observe(time.perf_counter() - started)
 
 
 def run_steps(steps: tuple[Step, ...], ctx: RunContext, conn: Connection | None = None) -> Any:
