@@ -1,16 +1,19 @@
 """What the request instruments cost: `python -m bench.metrics_web` (in `make bench`).
 
-Serves the production app twice, as bench/web.py does (gunicorn, 2 workers x 4
+Serves the production app three times, as bench/web.py does (gunicorn, 2 workers x 4
 threads, one database and Redis), once as deployed (`METRICS_ENABLED=true`: every
-request timed and counted into the multiprocess directory) and once with
+request timed and counted into the multiprocess directory) and twice with
 `METRICS_ENABLED=false`, and drives `GET /profile` (the full page, signed in)
-on each with wrk, BENCH_ROUNDS (5) rounds, alternating which goes first. Each
-round's ratio is on/off from the two runs side by side (on a shared machine the
-load changes within a minute; neighbouring runs see the same load); the figure
-is the median round. Beside it, what the instruments cost in this process:
-one request's timing and counting (`labels(...).observe(...)` into a
-multiprocess file) timed over 20,000 calls. Writes
-`bench/results/metrics_web.json` and prints it.
+on each with wrk, BENCH_ROUNDS (5) rounds. In each round both servers are
+loaded at the same time, one wrk each: on this shared machine the other jobs'
+load changes within seconds, and so hits both alike, while the two servers
+split the CPUs, so the one that costs more per request serves fewer. Each
+round's ratio is on/off req/s; the figure is the median round. The same run
+measures a third server, also off, against the off one the same way (rounds in
+turn with the real pair): the bench's own noise, to read the ratio against.
+Beside it, what the instruments cost, timed in a process of their own: one
+request's timing and counting (`labels(...).observe(...)` into a multiprocess
+file) over 20,000 calls. Writes `bench/results/metrics_web.json`, prints it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,7 @@ def profile(base: str, cookie: str, address: str) -> Route:
 # instance's, which a `make run` may be serving).
 COST = """
 import time
+from webapp.metrics import instruments
 histogram, calls = instruments.HTTP_REQUESTS, 20_000
 started = time.perf_counter()
 for _ in range(calls):
@@ -79,7 +84,7 @@ def main() -> dict[str, Any]:
         }
         (tmp / "metrics").mkdir()
         apps: dict[str, str] = {}
-        for name, enabled in (("on", "true"), ("off", "false")):
+        for name, enabled in (("on", "true"), ("off", "false"), ("off2", "false")):
             proc, base = start_gunicorn(
                 "bench.web:bench_app()",
                 "/healthz",
@@ -90,17 +95,25 @@ def main() -> dict[str, Any]:
             apps[name] = base
         address = f"bench-{secrets.token_hex(4)}@example.com"
         cookie, _csrf = signed_in(apps["on"], address)
-        route = {name: profile(base, cookie, address) for name, base in apps.items()}
+        route = {name: profile(base, cookie, address) for name, base in apps.items()}  # one user
         for r in route.values():
             check(r)
         cost_us = observe_cost_us(env)
         runs: list[dict[str, wrk.Figures]] = []
-        for i in range(ROUNDS):
-            order = ("on", "off") if i % 2 == 0 else ("off", "on")
-            runs.append({name: measure(route[name]) for name in order})
+        calibration: list[dict[str, wrk.Figures]] = []
+        with ThreadPoolExecutor(2) as pool:
+
+            def pair(a: str, b: str) -> dict[str, wrk.Figures]:
+                futures = {name: pool.submit(measure, route[name]) for name in (a, b)}
+                return {name: f.result() for name, f in futures.items()}
+
+            for _ in range(ROUNDS):  # both at once: whatever else loads the machine loads both
+                runs.append(pair("on", "off"))
+                calibration.append(pair("off2", "off"))
 
     ratios = [r["on"].rps / r["off"].rps for r in runs]
     middle = sorted(range(len(runs)), key=lambda i: ratios[i])[len(runs) // 2]
+    same = sorted(r["off2"].rps / r["off"].rps for r in calibration)
 
     def figures(f: wrk.Figures) -> dict[str, float]:
         return {"rps": round(f.rps, 1), "p50_ms": round(f.p50_ms, 2), "p99_ms": round(f.p99_ms, 2)}
@@ -116,6 +129,9 @@ def main() -> dict[str, Any]:
         "route": "GET /profile (full page, signed in)",
         "ratio_on_to_off": round(ratios[middle], 3),
         "ratio_each_round": [round(x, 3) for x in ratios],
+        # Two identical servers (both off) measured the same way: the bench's own noise.
+        "calibration_off_to_off": round(same[len(same) // 2], 3),
+        "calibration_each_round": [round(x, 3) for x in same],
         "instrument_cost_us_per_request": round(cost_us, 2),
         "median_round": {name: figures(f) for name, f in runs[middle].items()},
     }
@@ -139,5 +155,9 @@ if __name__ == "__main__":
     )
     each = " ".join(f"{x:.3f}" for x in result["ratio_each_round"])
     print(f"  on/off: {result['ratio_on_to_off']:.3f} (median round; rounds: {each})")
+    cal = " ".join(f"{x:.3f}" for x in result["calibration_each_round"])
+    print(
+        f"  off/off (two identical servers, the noise): {result['calibration_off_to_off']:.3f} (rounds: {cal})"
+    )
     print(f"  instruments per request, in-process: {result['instrument_cost_us_per_request']} us")
     write_result(RESULTS, result)
