@@ -39,6 +39,7 @@ test: $(STAMP) lint typecheck
 bench: $(STAMP)
 	$(BIN)/python -m bench.workflows
 	$(BIN)/python -m bench.web
+	$(BIN)/python -m bench.metrics_web
 	$(BIN)/python -m bench.admin
 
 clean:

@@ -35,8 +35,9 @@ from webapp.workflows.store.tables import workflow_runs
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = ("python", "sh")
 # jinja: template fragments, shown only; the macros they use are pinned by
-# tests/accounts/test_forms.py and the browser tests.
-SHOWN = ("console", "text", "jinja")
+# tests/accounts/test_forms.py and the browser tests. yaml: Prometheus
+# configuration; the alert rules are checked by tests/metrics/test_monitoring_docs.py.
+SHOWN = ("console", "text", "jinja", "yaml")
 FENCE = re.compile(r"^(\s*)```(.*)$")
 FLASK = (["flask", "--app", "wsgi"], [".venv/bin/flask", "--app", "wsgi"])
 # Shell blocks that are not flask commands, by a text they contain: the test

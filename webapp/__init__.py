@@ -23,7 +23,9 @@ from webapp import (
 )
 from webapp.config import ROOT, Config
 from webapp.eventstore import projections
+from webapp.health import readiness
 from webapp.jobs.queue import request_dispatch
+from webapp.metrics import web as metrics
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +57,11 @@ def create_app(config: Config | None = None) -> Flask:
 
     Htmx(app)
     security.init_app(app)  # before any feature, so none depends on the order
+    metrics.init_app(app)  # its request timer first in, last out
 
     cli.init_app(app)
     core_views.init_app(app)
+    readiness.init_app(app)
     static_files.init_app(app)
     forms.init_app(app)
     _request_ids(app)

@@ -6,6 +6,7 @@ the variable, so a typo never turns into a confusing failure later.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import secrets
@@ -96,7 +97,7 @@ def _redis_url(env: Mapping[str, str], instance: Path) -> tuple[str, bool]:
     return raw, False
 
 
-SECRET_FIELDS = ("secret_key", "smtp_password")
+SECRET_FIELDS = ("secret_key", "smtp_password", "metrics_token")
 _URL_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
 
 
@@ -113,6 +114,25 @@ def _module_list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
                 f"(e.g. myapp.flows,billing.flows), got {module!r}"
             )
     return names
+
+
+def _networks(env: Mapping[str, str], name: str, default: str) -> tuple[str, ...]:
+    """Comma-separated addresses or CIDR networks (`127.0.0.1,10.0.0.0/8`)."""
+    raw = env.get(name)
+    parts = [p.strip() for p in (default if raw is None else raw).split(",") if p.strip()]
+    try:
+        return tuple(str(ipaddress.ip_network(p, strict=False)) for p in parts)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{name} must list addresses or networks (e.g. 127.0.0.1,10.0.0.0/8): {exc}"
+        ) from None
+
+
+def _metrics_token(env: Mapping[str, str]) -> str:
+    raw = env.get("METRICS_TOKEN") or ""
+    if raw and len(raw) < 16:
+        raise ConfigError("METRICS_TOKEN must be at least 16 characters")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -162,6 +182,15 @@ class Config:
     scheduler_resync_seconds: int = 15
     # /healthz answers from a database check at most this old (0: check every request)
     healthz_cache_ms: int = 1000
+    # Prometheus /metrics (webapp/metrics): who may scrape, how long DB/Redis gauges are kept
+    metrics_enabled: bool = True
+    metrics_allow: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
+    metrics_token: str = ""
+    metrics_cache_seconds: int = 15
+    # worker/scheduler liveness over HTTP (0: off); a loop silent this long is unhealthy
+    worker_health_port: int = 0
+    scheduler_health_port: int = 0
+    health_stale_seconds: int = 30
     secrets: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -208,6 +237,13 @@ class Config:
             workflow_modules=_module_list(env, "WORKFLOW_MODULES"),
             scheduler_resync_seconds=_int(env, "SCHEDULER_RESYNC_SECONDS", 15, 1, 3600),
             healthz_cache_ms=_int(env, "HEALTHZ_CACHE_MS", 1000, 0, 60000),
+            metrics_enabled=_bool(env, "METRICS_ENABLED", True),
+            metrics_allow=_networks(env, "METRICS_ALLOW", "127.0.0.1,::1"),
+            metrics_token=_metrics_token(env),
+            metrics_cache_seconds=_int(env, "METRICS_CACHE_SECONDS", 15, 0, 3600),
+            worker_health_port=_int(env, "WORKER_HEALTH_PORT", 0, 0, 65535),
+            scheduler_health_port=_int(env, "SCHEDULER_HEALTH_PORT", 0, 0, 65535),
+            health_stale_seconds=_int(env, "HEALTH_STALE_SECONDS", 30, 1, 3600),
             # Named secrets for webhooks (SECRET_<NAME>=value), looked up by name only.
             secrets={
                 k[len("SECRET_") :].lower(): v

@@ -35,6 +35,7 @@ import psutil
 from webapp import create_app, embedded_redis
 from webapp.config import Config, ConfigError
 from webapp.migrate import upgrade
+from worker import dev_health
 
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
@@ -180,6 +181,8 @@ def main() -> int:
         return 2
     env = dict(os.environ)
     env["INSTANCE_PATH"] = str(cfg.instance_path)
+    dev_health.prepare(cfg, env)  # a fresh metrics directory, the health ports
+    probe = dev_health.Probe(cfg, env)
     children: list[Child] = []
     stopping, hurry = threading.Event(), threading.Event()
 
@@ -222,6 +225,7 @@ def main() -> int:
             now = time.monotonic()
             for child in children:
                 child.watch(now)
+            probe.watch(children, now)
             stopping.wait(0.3)
     finally:
         stop(children, hurry)

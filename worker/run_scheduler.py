@@ -28,6 +28,7 @@ from redis.exceptions import RedisError
 from rq_scheduler import Scheduler
 
 from webapp.config import ConfigError
+from webapp.health import liveness
 from webapp.jobs.queue import DISPATCH_FUNC, enqueue
 from webapp.jobs.registry import registered_jobs
 from webapp.jobs.schedule import CRON_TICK_FUNC, missing_entries, sync_schedule
@@ -102,6 +103,7 @@ class ScheduleKeeper:
         outage = Outage("Redis", log)
         backoff = Backoff()
         while not self.stop.is_set():
+            liveness.tick("scheduler", "schedule")
             started = time.monotonic()
             try:
                 self.tick()
@@ -135,6 +137,7 @@ def main(interval: float = 1.0) -> None:
         queue_name="default", connection=redis_for(cfg.redis_url), interval=int(interval)
     )
     keeper = ScheduleKeeper(scheduler, cfg.scheduler_resync_seconds, stop=stop)
+    liveness.start(cfg, "scheduler")  # SCHEDULER_HEALTH_PORT, when set
     with app.app_context():  # catch_up enqueues through the app's Redis
         keeper.run(interval)
     log.info("scheduler stopped")

@@ -41,6 +41,7 @@ from rq.exceptions import StopRequested
 from rq.job import Job
 
 from webapp.config import ConfigError
+from webapp.health import liveness
 from webapp.jobs.queue import QUEUES
 from webapp.logs import setup
 from webapp.redis_conn import redis_for
@@ -212,6 +213,7 @@ def main() -> None:
     # for nothing else, not queued behind other jobs (webapp.workflows.dispatch.resume_loop).
     # Both stop claiming at the signal; the batch in hand is finished.
     threads = [timer.start_thread(app, stop)[1], resumer.start_thread(app, stop)[1]]
+    liveness.start(cfg, "worker")  # WORKER_HEALTH_PORT, when set: the two loops above
     try:
         with app.app_context():
             run(

@@ -21,6 +21,7 @@ from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 from webapp.config import Config
+from webapp.metrics.instruments import RATE_LIMIT_HITS
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,13 @@ def init_app(app: Flask) -> None:
 
 
 def _check(method: str, name: str, key: str) -> bool:
+    ok = _ask(method, name, key)
+    if not ok:
+        RATE_LIMIT_HITS.labels(name).inc()
+    return ok
+
+
+def _ask(method: str, name: str, key: str) -> bool:
     limit = _limit(name)
     try:
         return bool(getattr(current_app.extensions["accounts.limiter"], method)(limit, name, key))

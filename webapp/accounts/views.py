@@ -21,6 +21,7 @@ from webapp.accounts import addresses, change_email, i18n, ratelimit, registrati
 from webapp.accounts.forms import LoginForm, RegisterForm, ResetPasswordForm
 from webapp.accounts.result import Result
 from webapp.accounts.session import safe_next, sign_in, sign_out
+from webapp.metrics.instruments import SIGNINS
 
 bp = Blueprint("accounts", __name__)
 pages.no_store(bp)
@@ -69,19 +70,23 @@ def login() -> Response:
         "login-account", account_key
     )
     if limited:
+        SIGNINS.labels("rate_limited").inc()
         form.add_error(None, gettext("auth.errors.tooManyAttempts"))
         return page("accounts/login.html", 429, form=form, next=next_url)
     user = signins.authenticate(email, form.password.data)
     if user is None:
+        SIGNINS.labels("refused").inc()
         ratelimit.hit("login-account", account_key)
         # Not one field's fault (and no hint which): a form-wide error.
         form.add_error(None, gettext("auth.login.failed"), link_to="email")
         return page("accounts/login.html", 422, form=form, next=next_url)
     refused = signins.refusal(user)  # only after the right password: it tells nobody else
     if refused:
+        SIGNINS.labels("refused").inc()
         form.add_error(None, gettext(refused.key))
         return page("accounts/login.html", 403, form=form, next=next_url)
     sign_in(user, remember=bool(form.remember.data))
+    SIGNINS.labels("succeeded").inc()
     return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
 
 

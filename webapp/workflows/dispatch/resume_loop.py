@@ -26,6 +26,7 @@ from typing import Any
 from flask import Flask
 from redis import Redis
 
+from webapp.health import liveness
 from webapp.redis_conn import get_redis
 from webapp.workflows.dispatch import signals
 from webapp.workflows.engine import continuation, transient
@@ -75,6 +76,7 @@ def loop(stop: threading.Event) -> None:
     alive_until = 0.0
     outage = False
     while not stop.is_set():
+        liveness.tick("worker", "resume")
         raw: list[Any] = []
         r = get_redis()
         try:

@@ -24,6 +24,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from webapp import clock, db, tenants
+from webapp.health import liveness
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
 from webapp.workflows.dispatch import signals
@@ -85,6 +86,7 @@ def loop(stop: threading.Event) -> None:
     next_lease_check = 0.0
     outage = False
     while not stop.is_set():
+        liveness.tick("worker", "timer")
         try:
             r = get_redis()
             now_ms = signals.to_ms(clock.now())

@@ -20,6 +20,7 @@ from sqlalchemy import Connection
 
 from webapp import clock, db
 from webapp.eventstore import NewEvent, StreamId, get_events
+from webapp.metrics import resume_latency
 from webapp.workflows.definition import catalog
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.engine.resume_rules import (
@@ -110,6 +111,8 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
             out.append(Claim(d.result))
             continue
         seen.add(p.run_id)
+        if d.result == ResumeResult.RESUMED:
+            resume_latency.resumed(conn, row.workflow_name, p, found)
         token = writes.add(row, p.step_index, d, p.retry_attempt)
         out.append(Claim(d.result, d.reason, _state(tenant_id, row, token, d, found)))
     writes.write(conn)

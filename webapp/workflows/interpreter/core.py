@@ -9,16 +9,23 @@ database) and returns the step's result.
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection
 
+from webapp.metrics.instruments import STEP_DURATION
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import Branch, Compute, ForEach, Retry, Return, Step
 
 Runner = Callable[[Any, RunContext, Connection | None], Any]
 _runners: dict[type[Step], Runner] = {}
+# Each kind's step-duration label (`SendMail` -> `send_mail`); the histogram's
+# child is made at the first step run, so a process that runs none (a CLI
+# command) writes no metrics file.
+_kinds: dict[type[Step], str] = {}
 
 
 class ReturnSignal(Exception):
@@ -33,6 +40,7 @@ def runs(kind: type[Step]) -> Callable[[Runner], Runner]:
 
     def deco(fn: Runner) -> Runner:
         _runners[kind] = fn
+        _kinds[kind] = re.sub(r"(?<!^)(?=[A-Z])", "_", kind.__name__).lower()
         return fn
 
     return deco
@@ -55,7 +63,11 @@ def run_step(step: Step, ctx: RunContext, conn: Connection | None = None) -> Any
     runner = _runners.get(type(step))
     if runner is None:
         raise TypeError(f"step {step.name!r} ({type(step).__name__}) cannot run here")
-    return runner(step, ctx, conn)
+    started = time.perf_counter()
+    try:
+        return runner(step, ctx, conn)
+    finally:
+        STEP_DURATION.labels(_kinds[type(step)]).observe(time.perf_counter() - started)
 
 
 def run_steps(steps: tuple[Step, ...], ctx: RunContext, conn: Connection | None = None) -> Any:

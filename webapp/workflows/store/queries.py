@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import Connection, func, literal, or_, select, tuple_
 
 from webapp import clock
-from webapp.workflows.store.run_events import RunStatus
+from webapp.db import UTCDateTime
+from webapp.workflows.store.run_events import OPEN, RunStatus
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 COUNT_CAP = 10_000  # counts per status above this show as "10,000+"
@@ -81,6 +82,30 @@ def stuck(conn: Connection, after: timedelta) -> tuple[list[Any], list[Any]]:
         )
     )
     return list(due), list(running)
+
+
+def gauge_parts(now: datetime, tenant_ids: Any) -> tuple[Any, Any]:
+    """For the metrics' one gauge statement: (kind, key, n, oldest) rows of the
+    open runs per status, and of the pending rows due now (with the oldest
+    wake-up). Each reads only its index."""
+    runs = (
+        select(
+            literal("runs").label("kind"),
+            workflow_runs.c.status.label("key"),
+            func.count().label("n"),
+            literal(None, UTCDateTime()).label("oldest"),
+        )
+        .where(workflow_runs.c.tenant_id.in_(tenant_ids), workflow_runs.c.status.in_(OPEN))
+        .group_by(workflow_runs.c.status)
+    )
+    p = workflow_run_pending
+    due = select(
+        literal("due").label("kind"),
+        literal("due").label("key"),
+        func.count().label("n"),
+        func.min(p.c.wake_at).label("oldest"),
+    ).where(p.c.tenant_id.in_(tenant_ids), p.c.wake_at <= now)
+    return runs, due
 
 
 def runs_of_subject(conn: Connection, tenant_id: str, subject_id: str) -> list[Any]:
