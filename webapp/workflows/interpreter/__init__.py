@@ -3,6 +3,9 @@
 Importing the package registers every kind; `run_step` / `run_steps` run them.
 Suspending steps (wait, wait_for_event, retry) are not run here: the run loop
 (`webapp.workflows.engine.run_loop`) turns them into suspensions.
+
+Imports `definition`, the event store (the writing steps) and the mail and
+HTTP clients; nothing of the store, the engine or the dispatch layer.
 """
 
 from webapp.workflows.interpreter import flow, mail, webhook, writes
