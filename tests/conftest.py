@@ -16,6 +16,7 @@ from flask.testing import FlaskClient
 from redis import Redis
 from sqlalchemy import create_engine, text
 
+from tests import procs
 from tests.mailserver import PrivateRedis, SmtpServer
 from tests.support.database import clean_database
 from webapp import clock as clockmod
@@ -180,3 +181,13 @@ def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
         yield r
     finally:
         r.stop()
+
+
+@pytest.fixture
+def private(app: Any, make_config: Any) -> Iterator[tuple[procs.PrivateRedis, Redis]]:
+    """A private Redis server (a test may stop or flush it), and this test's
+    app (publish, reads) pointed at it: for the outage and stopping tests."""
+    with procs.private_redis() as server:
+        local = create_app(make_config(redis_url=server.url))
+        with local.app_context():
+            yield server, Redis.from_url(server.url)

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from redis import Redis
@@ -22,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from tests import procs
-from webapp import create_app, db
+from webapp import db
 from webapp.eventstore import projections
 from webapp.jobs.schedule import SWEEP_ID
 from webapp.publish import publish
@@ -72,15 +70,6 @@ class Stack:
 
     def logs(self) -> str:
         return f"--- worker\n{self.worker.output()}\n--- scheduler\n{self.scheduler.output()}"
-
-
-@pytest.fixture
-def private(app: Any, make_config: Any) -> Iterator[tuple[procs.PrivateRedis, Redis]]:
-    """A private Redis, and this test's app (publish, reads) pointed at it."""
-    with procs.private_redis() as server:
-        local = create_app(make_config(redis_url=server.url))
-        with local.app_context():
-            yield server, Redis.from_url(server.url)
 
 
 def start_stack(env: dict[str, str], tmp: Path, r: Redis) -> Stack:

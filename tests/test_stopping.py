@@ -14,7 +14,6 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +25,10 @@ from sqlalchemy.engine import make_url
 
 from tests import procs
 from tests.stop_jobs import ASK_DATABASE_FUNC, HOLD_FUNC
-from webapp import create_app
 from webapp.workflows.dispatch import signals
 
 STOP_WITHIN_S = 10.0  # the contract
 RESTARTED = "Redis unavailable; retrying with backoff"
-
-
-@pytest.fixture
-def private(app: Any, make_config: Any) -> Iterator[tuple[procs.PrivateRedis, Redis]]:
-    """A private Redis (a test may stop it), and this test's app pointed at it."""
-    with procs.private_redis() as server:
-        local = create_app(make_config(redis_url=server.url))
-        with local.app_context():
-            yield server, Redis.from_url(server.url)
 
 
 @pytest.fixture

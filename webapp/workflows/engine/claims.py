@@ -22,6 +22,7 @@ from webapp import clock, db
 from webapp.eventstore import NewEvent, StreamId, get_events
 from webapp.metrics import resume_latency
 from webapp.workflows.definition import catalog
+from webapp.workflows.definition.model import Workflow
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.engine.resume_rules import (
     Decision,
@@ -106,7 +107,8 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
         if row is None or p.run_id in seen:  # one claim per run and batch
             out.append(Claim(ResumeResult.ALREADY))
             continue
-        d = decide(p, row, catalog.get(row.workflow_name), found)
+        wf = catalog.get(row.workflow_name)
+        d = decide(p, row, wf, found)
         if d.result == ResumeResult.ALREADY:
             out.append(Claim(d.result))
             continue
@@ -114,7 +116,10 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
         if d.result == ResumeResult.RESUMED:
             resume_latency.resumed(conn, row.workflow_name, p, found)
         token = writes.add(row, p.step_index, d, p.retry_attempt)
-        out.append(Claim(d.result, d.reason, _state(tenant_id, row, token, d, found)))
+        state = None
+        if token is not None and wf is not None:  # RESUMED: decide found wf and trigger
+            state = _state(tenant_id, row, token, wf, d, found)
+        out.append(Claim(d.result, d.reason, state))
     writes.write(conn)
     return out
 
@@ -158,13 +163,9 @@ def take_leases(tenant_id: str, run_ids: list[str]) -> tuple[dict[str, str], lis
 
 
 def _state(
-    tenant_id: str, row: Any, token: str | None, d: Decision, found: dict[str, Any]
-) -> RunState | None:
-    if token is None:
-        return None
-    wf = catalog.get(row.workflow_name)
+    tenant_id: str, row: Any, token: str, wf: Workflow, d: Decision, found: dict[str, Any]
+) -> RunState:
     trigger = found[_ref(row.trigger_event_ref)]
-    assert wf is not None
     return RunState(
         tenant_id,
         row.run_id,

@@ -130,8 +130,10 @@ def continue_runs(tenant_id: str, states: list[RunState], handoff: Handoff | Non
     """Run claimed runs on: the quick ones in memory, committed together; the
     slow ones handed off, or run here one by one. A failing run is logged and
     left to its lease; the rest go on."""
-    quick = [st for st in states if run_loop.quick(st)]
-    slow = [st for st in states if not run_loop.quick(st)]
+    quick: list[RunState] = []
+    slow: list[RunState] = []
+    for st in states:
+        (quick if run_loop.quick(st) else slow).append(st)
     if handoff is not None:
         for st in slow:
             handoff(tenant_id, st.run_id, st.token)
