@@ -89,6 +89,9 @@ def make_engine(url: str) -> Engine:
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA busy_timeout=30000")
+            # A delete overwrites what it frees with zeros, so an erased account's
+            # rows leave no readable bytes in the file (see `shred_freed_pages`).
+            cur.execute("PRAGMA secure_delete=ON")
             cur.close()
 
         _begin_explicitly(engine, "BEGIN DEFERRED")
@@ -229,6 +232,22 @@ def before_commit(conn: Connection, fn: Callable[[], None]) -> None:
 def after_commit(conn: Connection, fn: Callable[[], None]) -> None:
     """Run `fn` once this transaction has committed (never if it rolls back)."""
     conn.info.setdefault("after_commit", []).append(fn)
+
+
+def shred_freed_pages() -> None:
+    """After an erasure: on SQLite, copy the write-ahead log into the database
+    file and truncate it, since the log still holds the pages as they were before
+    the delete zeroed them. PostgreSQL gives no such guarantee for dead rows
+    (docs/privacy.md, "What erasure leaves behind"); there this does nothing.
+    A reader holding an old snapshot keeps the log from being truncated; the
+    next erase job's checkpoint completes it."""
+    engine = get_engine()
+    if not is_sqlite(engine):
+        return
+    with engine.connect() as conn:
+        busy, _log, _done = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+    if busy:
+        logging.getLogger(__name__).warning("wal checkpoint incomplete: a reader was busy")
 
 
 def ping() -> None:

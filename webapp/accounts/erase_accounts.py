@@ -129,6 +129,8 @@ def erase_accounts(tenant_id: str | None, tick: datetime) -> None:
         tenant, now, current_app.config["APP_CONFIG"].unverified_account_days
     )
     signins.purge_expired(tenant, now)
+    if erased or expired:
+        db.shred_freed_pages()  # no readable copy left in the database files
     log.info("accounts erased", extra={"tenant": tenant_id, "count": erased, "unverified": expired})
 
 
