@@ -46,11 +46,19 @@ def create_app(config: Config | None = None) -> Flask:
         MAX_CONTENT_LENGTH=config.max_content_length,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
-        SESSION_COOKIE_SECURE=config.session_cookie_secure,
+        # Every cookie the product sets (session, remember-me; the CSRF token
+        # lives in the session) is Secure under an https BASE_URL.
+        SESSION_COOKIE_SECURE=config.cookies_secure,
         REMEMBER_COOKIE_HTTPONLY=True,
         REMEMBER_COOKIE_SAMESITE="Lax",
-        REMEMBER_COOKIE_SECURE=config.session_cookie_secure,
+        REMEMBER_COOKIE_SECURE=config.cookies_secure,
     )
+    if config.insecure_cookies_over_https:
+        log.warning(
+            "SESSION_COOKIE_SECURE=false with an https BASE_URL: the session and "
+            "remember-me cookies are sent without Secure, also over plain HTTP",
+            extra={"base_url": config.base_url},
+        )
     db.init_engine(config.database_url)
     # After any commit that appended events: one (deduplicated) projection dispatch.
     db.on_after_commit(request_dispatch)

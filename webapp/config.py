@@ -49,6 +49,13 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
+def _optional_bool(env: Mapping[str, str], name: str) -> bool | None:
+    """True or false when the variable is set, None when it is not (or empty)."""
+    if not env.get(name):
+        return None
+    return _bool(env, name, False)
+
+
 def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
     raw = env.get(name) or default
     if raw not in choices:
@@ -167,7 +174,8 @@ class Config:
     argon2_time_cost: int = 3
     argon2_memory_cost: int = 65536
     argon2_parallelism: int = 4
-    session_cookie_secure: bool = False
+    # None: Secure exactly when BASE_URL is https (see `cookies_secure`)
+    session_cookie_secure: bool | None = None
     max_content_length: int = 64 * 1024
     ratelimit_storage: str = ""
     # reverse proxies in front of the app whose X-Forwarded-For/-Proto to trust
@@ -227,7 +235,7 @@ class Config:
             argon2_time_cost=_int(env, "ARGON2_TIME_COST", 3, 2, 100),
             argon2_memory_cost=_int(env, "ARGON2_MEMORY_COST", 65536, 19456, 4 * 2**20),
             argon2_parallelism=_int(env, "ARGON2_PARALLELISM", 4, 1, 64),
-            session_cookie_secure=_bool(env, "SESSION_COOKIE_SECURE", False),
+            session_cookie_secure=_optional_bool(env, "SESSION_COOKIE_SECURE"),
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 64 * 1024, 1024, 100 * 2**20),
             ratelimit_storage=env.get("RATELIMIT_STORAGE_URI") or "",
             trusted_proxies=_int(env, "TRUSTED_PROXIES", 0, 0, 10),
@@ -253,6 +261,19 @@ class Config:
         )
         values.update(overrides)
         return cls(**values)
+
+    @property
+    def cookies_secure(self) -> bool:
+        """Whether every cookie the product sets carries `Secure`: as
+        `SESSION_COOKIE_SECURE` says when set, else when `BASE_URL` is https."""
+        if self.session_cookie_secure is None:
+            return self.base_url.lower().startswith("https://")
+        return self.session_cookie_secure
+
+    @property
+    def insecure_cookies_over_https(self) -> bool:
+        """`SESSION_COOKIE_SECURE=false` set explicitly under an https `BASE_URL`."""
+        return self.base_url.lower().startswith("https://") and not self.cookies_secure
 
     @property
     def exports_path(self) -> Path:

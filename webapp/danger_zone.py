@@ -44,9 +44,11 @@ def request_deletion(screen: Screen) -> Response:
     form = DeleteForm(request.form)
     if not form.validate():
         return sections.rejected(screen, SECTION, form)
-    if not sections.password_check_allowed():
+    result = sections.password_checked(
+        lambda: deletion.request_deletion(current_user, form.current_password.data)
+    )
+    if result is None:
         return sections.limited(screen, SECTION, form)
-    result = deletion.request_deletion(current_user, form.current_password.data)
     if result.ok and result.session_token:
         refresh_session(sections.reread())  # every other session ends; this one stays to cancel
     return sections.result_response(screen, SECTION, result, form)

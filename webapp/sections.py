@@ -109,19 +109,36 @@ def limited(screen: Screen, section: str, form: Form) -> Response:
     return screen.respond(screen.view(signed_in_user(), section, form), 429)
 
 
-def password_check_allowed() -> bool:
-    return ratelimit.hit("password-check", current_user.id)
+def password_checked(command: Callable[[], Result]) -> Result | None:
+    """Run `command`, which checks the user's current password, under the
+    limit of 5 *failed* checks per minute: None (answer `limited`) when they
+    are used up. Only a wrong current password counts; a correct one, and a
+    command refused before it checks the password, cost nothing, so a person
+    making several changes is never blocked by their own password."""
+    if not ratelimit.allowed("password-check", current_user.id):
+        return None
+    result = command()
+    if result.key == INVALID_CREDENTIALS and result.field == "current_password":
+        ratelimit.count("password-check", current_user.id)
+    return result
+
+
+def _current_password(password: str) -> Result:
+    if check_password(signed_in_user(), password):
+        return Result(True, "")
+    return Result.error(INVALID_CREDENTIALS, "current_password")
 
 
 def rejected(screen: Screen, section: str, form: Form) -> Response:
     """422 with every error of the submit at once. A current password that was
-    given is checked too (rate limited like any check), so its error comes with
-    the others instead of after the next submit."""
+    given is checked too (limited like any check: a wrong one counts), so its
+    error comes with the others instead of after the next submit."""
     current = form._fields.get("current_password")
     if current is not None and current.data and not current.errors:
-        if not password_check_allowed():
+        checked = password_checked(lambda: _current_password(current.data))
+        if checked is None:
             return limited(screen, section, form)
-        if not check_password(signed_in_user(), current.data):
+        if not checked.ok:
             form.add_error("current_password", gettext(INVALID_CREDENTIALS))
     return screen.respond(screen.view(signed_in_user(), section, form), 422)
 

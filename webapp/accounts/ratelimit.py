@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 LIMITS = {
     "login-ip": "30 per minute",  # sign-in attempts per client address
     "login-account": "5 per 5 minutes",  # failed sign-ins per account (address typed)
-    "password-check": "5 per minute",  # current-password checks per signed-in user
+    "password-check": "5 per minute",  # failed current-password checks per signed-in user
     "register-ip": "20 per minute",  # registrations per client address
     "reset-ip": "20 per hour",  # "Forgot password?" requests per client address
     "reset-account": "3 per hour",  # reset links per address typed (more: no mail)
@@ -97,6 +97,14 @@ def hit(name: str, key: str) -> bool:
 def allowed(name: str, key: str) -> bool:
     """Whether one more attempt would be allowed, without counting it."""
     return _check("test", name, key)
+
+
+def count(name: str, key: str) -> None:
+    """Count one failed attempt, for a limit that counts failures only (asked
+    with `allowed` first). The storage adds it atomically (a Lua script in
+    Redis, a lock in memory), so failures at the same moment all count; one
+    that finds the window already full adds nothing, as it is full anyway."""
+    _ask("hit", name, key)
 
 
 def client_ip() -> str:

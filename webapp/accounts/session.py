@@ -11,12 +11,29 @@ import secrets
 from datetime import timedelta
 from urllib.parse import unquote, urlsplit
 
-from flask import Flask, Response, redirect, request, session, url_for
+from flask import Flask, Response, current_app, redirect, request, session, url_for
 from flask_login import LoginManager, current_user, login_user, logout_user
 
 from webapp import db
 from webapp.accounts import signins
 from webapp.accounts.users import User
+
+
+class _LoginManager(LoginManager):  # type: ignore[misc]
+    """Flask-Login's manager, deleting the remember cookie with the flags it was
+    set with: its own deletion sends no `Secure`, `HttpOnly` or `SameSite`, which
+    a scanner flags under https (the session cookie's deletion has them)."""
+
+    def _clear_cookie(self, response: Response) -> None:
+        config = current_app.config
+        response.delete_cookie(
+            config.get("REMEMBER_COOKIE_NAME", "remember_token"),
+            domain=config.get("REMEMBER_COOKIE_DOMAIN"),
+            path=config.get("REMEMBER_COOKIE_PATH", "/"),
+            secure=bool(config.get("REMEMBER_COOKIE_SECURE")),
+            httponly=bool(config.get("REMEMBER_COOKIE_HTTPONLY")),
+            samesite=config.get("REMEMBER_COOKIE_SAMESITE"),
+        )
 
 
 def load_session_user(session_id: str) -> User | None:
@@ -107,7 +124,7 @@ def refresh_session(user: User) -> None:
 
 def init_app(app: Flask) -> None:
     app.config.setdefault("REMEMBER_COOKIE_DURATION", timedelta(days=30))
-    manager = LoginManager()
+    manager = _LoginManager()
     manager.init_app(app)
     manager.user_loader(load_session_user)
 

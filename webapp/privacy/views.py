@@ -189,9 +189,11 @@ def restrict() -> Response:
     form = forms.RestrictForm(request.form)
     if not form.validate():
         return sections.rejected(PRIVACY, "restrict", form)
-    if not sections.password_check_allowed():
+    result = sections.password_checked(
+        lambda: restriction.restrict(signed_in_user(), form.current_password.data)
+    )
+    if result is None:
         return sections.limited(PRIVACY, "restrict", form)
-    result = restriction.restrict(signed_in_user(), form.current_password.data)
     if not result.ok:
         return _answer("restrict", result, form)
     sign_out()  # its sign-in row is gone already; drop the cookies too

@@ -105,11 +105,13 @@ def password() -> Response:
     form = forms.PasswordForm(request.form, account_email=current_user.email)
     if not form.validate():
         return sections.rejected(PROFILE, "password", form)
-    if not sections.password_check_allowed():
-        return sections.limited(PROFILE, "password", form)
-    result = change_password.change_password(
-        current_user, form.current_password.data, form.new_password.data
+    result = sections.password_checked(
+        lambda: change_password.change_password(
+            current_user, form.current_password.data, form.new_password.data
+        )
     )
+    if result is None:
+        return sections.limited(PROFILE, "password", form)
     if result.ok and result.session_token:
         refresh_session(sections.reread())
     return sections.result_response(PROFILE, "password", result, form)
@@ -121,11 +123,13 @@ def email() -> Response:
     form = forms.EmailForm(request.form, account_email=current_user.email)
     if not form.validate():
         return sections.rejected(PROFILE, "email", form)
-    if not sections.password_check_allowed():
-        return sections.limited(PROFILE, "email", form)
-    result = change_email.change_email(
-        current_user, form.new_email.data, form.current_password.data
+    result = sections.password_checked(
+        lambda: change_email.change_email(
+            current_user, form.new_email.data, form.current_password.data
+        )
     )
+    if result is None:
+        return sections.limited(PROFILE, "email", form)
     return sections.result_response(PROFILE, "email", result, form, oob=("email_status",))
 
 
