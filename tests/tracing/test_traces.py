@@ -103,7 +103,11 @@ def test_no_span_attribute_carries_an_address_or_a_sealed_value(
     app: Flask, client: Any, work: Any, clock: Any, spans: InMemorySpanExporter
 ) -> None:
     _sign_up_and_remind(client, work, clock)
+    # An address and a token in a URL's query string and path stay out too.
+    client.get(f"/login?email={ADDRESS}")
+    client.get(f"/verify-email/{PASSWORD}?email={ADDRESS}")
     finished = spans.get_finished_spans()
+    assert {"GET /login", "GET /verify-email/<token>"} <= {s.name for s in finished}
     assert len(finished) > 20
     user = user_row(ADDRESS)
     with db.reading() as conn:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from flask import Flask
+from flask import Flask, request
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -78,8 +78,8 @@ def instrument_app(app: Flask) -> None:
         app,
         tracer_provider=_provider,
         excluded_urls=EXCLUDED_URLS,
-        request_hook=_scrub_request,
     )
+    app.teardown_request(_scrub_request)
 
 
 def uninstrument_app(app: Flask) -> None:
@@ -112,21 +112,35 @@ def _tracer() -> trace.Tracer:
     return _provider.get_tracer(TRACER)
 
 
-# Request attributes that carry the URL: only its path is kept, and a path with
-# a token in it (/verify-email/<token>, /reset/<token>) is replaced by the route
-# template once the route is known (`_route_only`).
-_URL_KEYS = ("http.target", "http.url", "url.full", "url.query", "url.path")
+# What a request span may not keep: the URL (its query string and a path with a
+# token in it, /verify-email/<token>), the client's address and user agent. The
+# instrumentation sets them after its request hook runs, so a teardown function
+# registered after it (Flask runs those in reverse order: ours first, while the
+# span is open, on every request, refused ones too) overwrites them: the path
+# becomes the route template.
+_URL_KEYS = ("http.target", "url.path")
+_BLANKED = (
+    "http.url",
+    "url.full",
+    "url.query",
+    "net.peer.ip",
+    "http.client_ip",
+    "client.address",
+    "network.peer.address",
+    "http.user_agent",
+    "user_agent.original",
+)
 
 
-def _scrub_request(span: Any, environ: dict[str, Any]) -> None:
+def _scrub_request(_exc: BaseException | None = None) -> None:
+    span = trace.get_current_span()
     if not span.is_recording():
         return
+    rule = request.url_rule
     for key in _URL_KEYS:
+        span.set_attribute(key, rule.rule if rule is not None else "")
+    for key in _BLANKED:
         span.set_attribute(key, "")
-    span.set_attribute("http.user_agent", "")
-    span.set_attribute("user_agent.original", "")
-    span.set_attribute("http.client_ip", "")
-    span.set_attribute("client.address", "")
 
 
 # --- the hooks -------------------------------------------------------------
