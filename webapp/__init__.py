@@ -20,6 +20,7 @@ from webapp import (
     logs,
     security,
     static_files,
+    tracing,
 )
 from webapp.config import ROOT, Config
 from webapp.eventstore import projections
@@ -59,13 +60,14 @@ def create_app(config: Config | None = None) -> Flask:
             "remember-me cookies are sent without Secure, also over plain HTTP",
             extra={"base_url": config.base_url},
         )
-    db.init_engine(config.database_url)
+    engine = db.init_engine(config.database_url)
     # After any commit that appended events: one (deduplicated) projection dispatch.
     db.on_after_commit(request_dispatch)
 
     Htmx(app)
     security.init_app(app)  # before any feature, so none depends on the order
     metrics.init_app(app)  # its request timer first in, last out
+    tracing.init_app(app, engine)  # OTEL_* set: request and statement spans
 
     cli.init_app(app)
     core_views.init_app(app)

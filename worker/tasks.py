@@ -19,6 +19,7 @@ from webapp.jobs.registry import get_job
 from webapp.jobs.schedule import SkipLock, fan_out
 from webapp.logs import log_context
 from webapp.redis_conn import get_redis
+from webapp.tracing import hooks
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,7 +45,10 @@ def app_context() -> Iterator[Flask]:
 def in_app(fn: Callable[..., T]) -> Callable[..., T]:
     def wrapper(*args: Any, **kwargs: Any) -> T:
         with app_context():
-            return fn(*args, **kwargs)
+            if hooks.job_span is None:  # tracing off
+                return fn(*args, **kwargs)
+            with hooks.job_span(fn.__name__):
+                return fn(*args, **kwargs)
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__

@@ -28,6 +28,7 @@ from webapp.eventstore.records import (
     VersionConflict,
 )
 from webapp.eventstore.tables import event_counter, events
+from webapp.tracing import hooks
 
 __all__ = ["ANY", "Event", "Metadata", "NewEvent", "StreamId", "VersionConflict"]
 
@@ -168,7 +169,11 @@ def _build(
     meta: Metadata | None,
 ) -> list[Event]:
     recorded_at = clock.now()
-    metadata = (meta or Metadata()).as_dict()
+    metadata: dict[str, Any] = (meta or Metadata()).as_dict()
+    if hooks.traceparent is not None:  # tracing on: the appending span's context
+        traceparent = hooks.traceparent()
+        if traceparent:
+            metadata["traceparent"] = traceparent
     return [
         Event(
             id=str(uuid.uuid4()),

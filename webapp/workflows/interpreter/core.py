@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from webapp.metrics.instruments import STEP_DURATION
+from webapp.tracing import hooks
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import Branch, Compute, ForEach, Retry, Return, Step
 
@@ -65,7 +66,10 @@ def run_step(step: Step, ctx: RunContext, conn: Connection | None = None) -> Any
         raise TypeError(f"step {step.name!r} ({type(step).__name__}) cannot run here")
     started = time.perf_counter()
     try:
-        return runner(step, ctx, conn)
+        if hooks.step_span is None:
+            return runner(step, ctx, conn)
+        with hooks.step_span(_kinds[type(step)], step.name, ctx):
+            return runner(step, ctx, conn)
     finally:
         STEP_DURATION.labels(_kinds[type(step)]).observe(time.perf_counter() - started)
 
