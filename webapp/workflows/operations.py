@@ -8,11 +8,11 @@ from sqlalchemy import Connection
 
 from webapp import db
 from webapp.eventstore import Event, read_stream
-from webapp.workflows.definition import catalog
 from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.dispatch.sweep import STUCK_AFTER
-from webapp.workflows.engine import continuation
-from webapp.workflows.store import queries, runs
+from webapp.workflows.engine import claims, continuation
+from webapp.workflows.engine.resume_rules import fits
+from webapp.workflows.store import definitions, queries, runs
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import SETTLED, RunStatus
 
@@ -75,15 +75,25 @@ def retry(run_id: str, actor: str | None = None) -> Event:
         row = runs.lock_run(conn, found.tenant_id, run_id)
         if row.status != RunStatus.FAILED:
             raise OperationError(f"run {run_id} is {row.status}; only failed runs can be retried")
-        wf = catalog.get(row.workflow_name)
+        wf = claims.definition_of(row)
         if wf is None:
-            raise OperationError(f"workflow {row.workflow_name!r} is not registered")
-        if wf.fingerprint != row.fingerprint:
             raise OperationError(
-                f"workflow {row.workflow_name!r} changed since this run started; start a new run instead"
+                f"workflow {row.workflow_name!r} version {row.definition_version} is not registered"
+            )
+        shape = claims.old_shapes(conn, [row]).get(row.fingerprint)
+        adopt = fits(wf, row.fingerprint, shape, row.step_index, waiting=False)
+        if adopt is None:
+            raise OperationError(
+                f"workflow {row.workflow_name!r} changed where this run has been; "
+                "migrate it (flask workflows migrate) or start a new run instead"
             )
         if not row.trigger_event_ref:
             raise OperationError(f"run {run_id} never started (its trigger failed)")
+        if adopt:
+            migrated = claims.adopted(row, row.step_index, wf)
+            definitions.record(conn, wf)
+            runs.append_run_event(conn, row, migrated.type, migrated.payload, actor)
+            row = runs.lock_run(conn, found.tenant_id, run_id)
         e = runs.append_run_event(
             conn,
             row,

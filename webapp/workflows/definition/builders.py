@@ -112,8 +112,14 @@ def workflow(
     awaits: Mapping[str, str] | None = None,
     key: str | Callable[[Event], str | None] | None = None,
     on_duplicate: Literal["ignore", "new-run"] = "ignore",
+    version: int = 1,
+    start: bool = True,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
+
+    `version` (an integer >= 1) lets several versions run side by side: a run
+    finishes on the version it started with, new triggers start the highest
+    version registered with `start=True` (`start=False`: finish only).
 
     `secret` names the webhook's HMAC secret in config.secrets (env
     SECRET_<NAME>); it defaults to the path with non-alphanumerics as `_`.
@@ -141,7 +147,15 @@ def workflow(
         raise DefinitionError(f"workflow {name!r}: filter= only applies to event triggers")
     if on_duplicate not in ("ignore", "new-run"):
         raise DefinitionError(f"workflow {name!r}: on_duplicate must be 'ignore' or 'new-run'")
-    wf = Workflow(name, trigger, tuple(steps), dict(awaits or {}), key, on_duplicate)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise DefinitionError(
+            f"workflow {name!r}: version must be an integer >= 1, got {version!r}"
+        )
+    if not isinstance(start, bool):
+        raise DefinitionError(f"workflow {name!r}: start must be True or False, got {start!r}")
+    wf = Workflow(
+        name, trigger, tuple(steps), dict(awaits or {}), key, on_duplicate, version, start
+    )
     _validate(wf)
     return wf
 

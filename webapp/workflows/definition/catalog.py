@@ -19,32 +19,56 @@ if TYPE_CHECKING:  # a type only: the definition layer imports no database code
 # what it returns is the step's result.
 WriteHandler = Callable[["Connection", RunContext, Any], Any]
 
-_workflows: dict[str, Workflow] = {}
+# name -> version -> definition: versions side by side (runs finish on theirs).
+_workflows: dict[str, dict[int, Workflow]] = {}
 _handlers: dict[str, WriteHandler] = {}
 
 
 def put(wf: Workflow) -> Workflow | None:
-    """Add (or replace) a workflow; returns the one it replaced."""
-    previous = _workflows.get(wf.name)
-    _workflows[wf.name] = wf
+    """Add (or replace) a workflow version; returns the one it replaced."""
+    versions = _workflows.setdefault(wf.name, {})
+    previous = versions.get(wf.version)
+    versions[wf.version] = wf
     return previous
 
 
-def pop(name: str) -> Workflow | None:
-    return _workflows.pop(name, None)
+def pop(name: str, version: int | None = None) -> list[Workflow]:
+    """Remove one version of a workflow, or all of them; returns what went."""
+    versions = _workflows.get(name, {})
+    if version is None:
+        gone = list(versions.values())
+        versions.clear()
+    else:
+        gone = [versions.pop(version)] if version in versions else []
+    if not versions:
+        _workflows.pop(name, None)
+    return gone
 
 
-def get(name: str) -> Workflow | None:
-    return _workflows.get(name)
+def get(name: str, version: int | None = None) -> Workflow | None:
+    """A version of a workflow, or (no version) the one new triggers start:
+    the highest registered with `start=True`."""
+    versions = _workflows.get(name, {})
+    if version is not None:
+        return versions.get(version)
+    starting = [v for v, wf in versions.items() if wf.start]
+    return versions[max(starting)] if starting else None
+
+
+def versions(name: str) -> list[Workflow]:
+    """Every registered version of a workflow, lowest first."""
+    return [wf for _, wf in sorted(_workflows.get(name, {}).items())]
 
 
 def registered() -> list[Workflow]:
-    return list(_workflows.values())
+    """Every registered workflow version."""
+    return [wf for name in _workflows for wf in versions(name)]
 
 
 def by_webhook_path(path: str) -> Workflow | None:
-    for wf in _workflows.values():
-        if wf.trigger.kind == "webhook" and wf.trigger.path == path.strip("/"):
+    for name in _workflows:
+        wf = get(name)
+        if wf is not None and wf.trigger.kind == "webhook" and wf.trigger.path == path.strip("/"):
             return wf
     return None
 

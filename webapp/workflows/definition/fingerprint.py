@@ -38,6 +38,25 @@ def fingerprint(wf: Any) -> str:
     )
 
 
+def shape(wf: Any) -> dict[str, Any]:
+    """Per top-level step its name, kind and a hash of all but its name (so a
+    rename keeps its hash), and a hash of the awaits: what the deploy check
+    diffs and the compatibility rule compares (`compat`)."""
+    return {
+        "awaits": sha256_json(dict(sorted(wf.awaits.items()))),
+        "steps": [
+            {
+                "name": s.name,
+                "kind": type(s).__name__,
+                "hash": sha256_json(
+                    {k: describe(v) for k, v in sorted(vars(s).items()) if k != "name"}
+                ),
+            }
+            for s in wf.steps
+        ],
+    }
+
+
 def describe(value: Any) -> Any:
     """A stable, JSON-able description of a step parameter (functions by source)."""
     if callable(value) and not isinstance(value, type):

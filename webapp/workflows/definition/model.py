@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.fingerprint import fingerprint
+from webapp.workflows.definition.fingerprint import fingerprint, shape
 
 
 class DefinitionError(ValueError):
@@ -156,10 +156,21 @@ class Workflow:
     awaits: Mapping[str, str] = field(default_factory=dict)
     idempotency_key: str | Callable[[Event], str | None] | None = None
     on_duplicate: Literal["ignore", "new-run"] = "ignore"
+    # Versions side by side: runs finish on the version they started with; new
+    # triggers start the highest version with `start` (False: "finish only").
+    # Neither is part of the fingerprint: marking a version finish-only, or
+    # numbering a first one, changes nothing for its runs.
+    version: int = 1
+    start: bool = True
 
     @cached_property
     def fingerprint(self) -> str:
         return fingerprint(self)
+
+    @cached_property
+    def shape(self) -> dict[str, Any]:
+        """What the deploy check and the compatibility rule compare (`compat`)."""
+        return shape(self)
 
     def key_for(self, event: Event) -> str | None:
         if self.idempotency_key is None:

@@ -32,7 +32,7 @@ from webapp.workflows.engine.resume_rules import (
     wanted_events,
 )
 from webapp.workflows.engine.run_state import RunState
-from webapp.workflows.store import locks, runs, wake_signal
+from webapp.workflows.store import definitions, locks, runs, wake_signal
 from webapp.workflows.store import run_events as ev
 
 log = logging.getLogger("webapp.workflows")
@@ -54,6 +54,42 @@ def failure(row: Any, step_index: int, reason: str, error: str) -> NewEvent:
     return NewEvent(ev.RUN_FAILED, ev.run_failed(row.workflow_name, step_index, error, reason))
 
 
+def adopted(row: Any, step_index: int, wf: Workflow) -> NewEvent:
+    """run-migrated (automatic): the run goes on under a definition that
+    changed only after where it stands."""
+    log.info(
+        "workflow run goes on under a changed definition",
+        extra={"run_id": row.run_id, "workflow": row.workflow_name},
+    )
+    return NewEvent(
+        ev.RUN_MIGRATED,
+        ev.run_migrated(
+            row.workflow_name,
+            row.definition_version,
+            wf.version,
+            step_index,
+            step_index,
+            wf.fingerprint,
+            automatic=True,
+        ),
+    )
+
+
+def definition_of(row: Any) -> Workflow | None:
+    """The registered definition of the run's version."""
+    return catalog.get(row.workflow_name, row.definition_version)
+
+
+def old_shapes(conn: Connection, rows: list[Any]) -> dict[str, Any]:
+    """The stored shapes of the runs whose definition changed (read only then)."""
+    changed = set()
+    for row in rows:
+        wf = definition_of(row) if row is not None else None
+        if wf is not None and wf.fingerprint != row.fingerprint:
+            changed.add(row.fingerprint)
+    return definitions.shapes(conn, changed) if changed else {}
+
+
 class _Writes:
     """What one claim transaction appends: per run its events at its version,
     and the runs columns set besides (the new lease, progress)."""
@@ -62,10 +98,21 @@ class _Writes:
         self.tenant_id = tenant_id
         self.batch: list[tuple[StreamId, list[NewEvent], int]] = []
         self.extra: dict[tuple[str, str], dict[str, Any]] = {}
+        self.adopted: list[Workflow] = []
 
-    def add(self, row: Any, step_index: int, d: Decision, retry_attempt: Any = None) -> str | None:
+    def add(
+        self,
+        row: Any,
+        step_index: int,
+        d: Decision,
+        retry_attempt: Any = None,
+        wf: Workflow | None = None,
+    ) -> str | None:
         """Record what decision `d` writes for `row`; the new lease token, if any."""
         new: list[NewEvent] = []
+        if d.adopt and wf is not None:  # rule 4: it goes on under the changed definition
+            new.append(adopted(row, step_index, wf))
+            self.adopted.append(wf)
         if d.claim:  # rule 5: step.resumed at the row's (the stream's) version
             new.append(NewEvent(ev.STEP_RESUMED, ev.step_resumed(step_index, retry_attempt)))
         if d.reason is not None:
@@ -82,6 +129,8 @@ class _Writes:
         return token
 
     def write(self, conn: Connection) -> None:
+        for wf in self.adopted:
+            definitions.record(conn, wf)
         if self.batch:
             runs.append_batch(conn, self.batch, self.extra)
         else:
@@ -100,6 +149,7 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
     """Rules 2-7 for (pending, runs row) pairs the caller locked, inside the
     caller's transaction: one Claim per pair."""
     found = _found(conn, set().union(*(wanted_events(p, row) for p, row in pairs if row)))
+    shapes = old_shapes(conn, [row for _, row in pairs])
     writes = _Writes(tenant_id)
     out: list[Claim] = []
     seen: set[str] = set()
@@ -107,15 +157,15 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
         if row is None or p.run_id in seen:  # one claim per run and batch
             out.append(Claim(ResumeResult.ALREADY))
             continue
-        wf = catalog.get(row.workflow_name)
-        d = decide(p, row, wf, found)
+        wf = definition_of(row)
+        d = decide(p, row, wf, found, shapes.get(row.fingerprint))
         if d.result == ResumeResult.ALREADY:
             out.append(Claim(d.result))
             continue
         seen.add(p.run_id)
         if d.result == ResumeResult.RESUMED:
             resume_latency.resumed(conn, row.workflow_name, p, found)
-        token = writes.add(row, p.step_index, d, p.retry_attempt)
+        token = writes.add(row, p.step_index, d, p.retry_attempt, wf)
         state = None
         if token is not None and wf is not None:  # RESUMED: decide found wf and trigger
             state = _state(tenant_id, row, token, wf, d, found)
@@ -148,14 +198,15 @@ def take_leases(tenant_id: str, run_ids: list[str]) -> tuple[dict[str, str], lis
     with db.transaction() as conn:
         rows = locks.lock_runs(conn, tenant_id, run_ids, skip_locked=True)
         found = _found(conn, {_ref(r.trigger_event_ref) for r in rows.values()} - {""})
+        shapes = old_shapes(conn, list(rows.values()))
         writes = _Writes(tenant_id)
         now = clock.now()
         for row in rows.values():
-            wf = catalog.get(row.workflow_name)
+            wf = definition_of(row)
             trigger = found.get(_ref(row.trigger_event_ref))
-            d = decide_lease(row, wf, trigger, now)
+            d = decide_lease(row, wf, trigger, now, shapes.get(row.fingerprint))
             out[row.run_id] = d.result
-            token = writes.add(row, row.step_index, d)
+            token = writes.add(row, row.step_index, d, wf=wf)
             if token is not None and wf is not None and trigger is not None:
                 states.append(RunState.leased(row, token, wf, trigger))
         writes.write(conn)
@@ -175,5 +226,5 @@ def _state(
         d.step_index,
         d.attempt,
         d.results,
-        row.fingerprint,
+        wf.fingerprint,
     )

@@ -9,8 +9,11 @@ resume-run (docs/workflows.md, "Resuming a run"):
 1. the request names a UUID run and an integer step >= 0 (`validate`);
 2. the step has a pending row (else already-resumed);
 3. the run still waits there, at this attempt (else already-resumed);
-4. the loaded definition is the one it suspended under (else run-failed:
-   workflow_definition_changed, and no step.resumed);
+4. the run's version is registered, and its definition is the one it
+   suspended under or one it can go on with (`compat.continues`: nothing
+   changed up to and including the waiting step; the claim then records
+   run-migrated, automatic) (else run-failed: workflow_definition_changed,
+   and no step.resumed);
 5. the claim is step.resumed at the stream's version (the writer's append);
 6. the trigger event, and for a wait-for-event the awaited event, exist (else
    step.resumed + run-failed: trigger_event_unavailable /
@@ -29,6 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from webapp.eventstore import Event
+from webapp.workflows.definition import compat
 from webapp.workflows.definition.model import Workflow
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import RunStatus
@@ -55,6 +59,27 @@ class Decision:
     step_index: int = 0  # where the run goes on (RESUMED)
     attempt: int = 1
     results: dict[str, Any] = field(default_factory=dict)
+    adopt: bool = False  # the run goes on under a changed, compatible definition
+
+
+def fits(
+    wf: Workflow | None,
+    fingerprint: str,
+    old_shape: Mapping[str, Any] | None,
+    step_index: int,
+    waiting: bool,
+) -> bool | None:
+    """Rule 4: may a run under `fingerprint` go on with `wf` at this step?
+    False: the same definition; True: a changed one it can adopt; None: no
+    (not registered, or changed where the run has been; a run whose shape was
+    never recorded only goes on under its own definition)."""
+    if wf is None:
+        return None
+    if wf.fingerprint == fingerprint:
+        return False
+    if old_shape is not None and compat.continues(old_shape, wf.shape, step_index, waiting):
+        return True
+    return None
 
 
 def validate(run_id: Any, step_index: Any) -> tuple[str, int]:
@@ -96,12 +121,21 @@ def _failed(reason: str, error: str, claim: bool = True) -> Decision:
     return Decision(ResumeResult.FAILED, claim=claim, reason=reason, error=error)
 
 
-def decide(pending: Any, row: Any, wf: Workflow | None, found: Mapping[str, Event]) -> Decision:
+def decide(
+    pending: Any,
+    row: Any,
+    wf: Workflow | None,
+    found: Mapping[str, Event],
+    old_shape: Mapping[str, Any] | None = None,
+) -> Decision:
     """Rules 2-7 for one pending row and its runs row (None: gone), given the
-    loaded definition (None: not registered) and the events found by id."""
+    loaded definition of the run's version (None: not registered), the events
+    found by id, and the shape of the definition the run suspended under."""
     if row is None or settled(row, pending):  # rules 2, 3
         return Decision(ResumeResult.ALREADY)
-    if wf is None or wf.fingerprint != (pending.definition_fingerprint or row.fingerprint):
+    fp = pending.definition_fingerprint or row.fingerprint
+    adopt = fits(wf, fp, old_shape, pending.step_index, waiting=True)
+    if wf is None or adopt is None:
         why = "is not registered" if wf is None else "definition changed since the run suspended"
         return _failed(
             ev.REASON_DEFINITION_CHANGED, f"workflow {row.workflow_name!r} {why}", claim=False
@@ -117,6 +151,7 @@ def decide(pending: Any, row: Any, wf: Workflow | None, found: Mapping[str, Even
             step_index=pending.step_index,
             attempt=int(pending.retry_attempt or 1),
             results=dict(row.results or {}),
+            adopt=adopt,
         )
     results = dict(row.results or {})
     value: Any = None  # a wait, or a wait-for-event's timeout: an empty result
@@ -128,19 +163,30 @@ def decide(pending: Any, row: Any, wf: Workflow | None, found: Mapping[str, Even
         results[ev.CONSUMED] = max(int(results.get(ev.CONSUMED, 0)), awaited.position)
     results[wf.steps[pending.step_index].name] = value
     return Decision(
-        ResumeResult.RESUMED, claim=True, step_index=pending.step_index + 1, results=results
+        ResumeResult.RESUMED,
+        claim=True,
+        step_index=pending.step_index + 1,
+        results=results,
+        adopt=adopt,
     )
 
 
-def decide_lease(row: Any, wf: Workflow | None, trigger: Event | None, now: datetime) -> Decision:
+def decide_lease(
+    row: Any,
+    wf: Workflow | None,
+    trigger: Event | None,
+    now: datetime,
+    old_shape: Mapping[str, Any] | None = None,
+) -> Decision:
     """May a running run be leased again (just started, retried by an operator,
     or its worker died)? Not while a live lease holds it; failed when its
-    definition changed or its trigger is gone."""
+    definition changed where it has been (rule 4) or its trigger is gone."""
     if row is None or row.status != RunStatus.RUNNING:
         return Decision(ResumeResult.NOT_RUNNING)
     if row.lease_token is not None and row.lease_until is not None and row.lease_until > now:
         return Decision(ResumeResult.LEASED)
-    if wf is None or wf.fingerprint != row.fingerprint:
+    adopt = fits(wf, row.fingerprint, old_shape, row.step_index, waiting=False)
+    if wf is None or adopt is None:
         return _failed(
             ev.REASON_DEFINITION_CHANGED,
             "workflow definition changed or not registered",
@@ -153,4 +199,5 @@ def decide_lease(row: Any, wf: Workflow | None, trigger: Event | None, now: date
         step_index=row.step_index,
         attempt=row.attempt,
         results=dict(row.results or {}),
+        adopt=adopt,
     )

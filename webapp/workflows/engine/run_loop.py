@@ -72,9 +72,9 @@ def load_state(tenant_id: str, run_id: str, token: str) -> RunState | None:
         trigger = (
             get_event(conn, row.trigger_event_ref["eventId"]) if row.trigger_event_ref else None
         )
-    wf = catalog.get(row.workflow_name)
-    if wf is None or trigger is None:
-        return None  # checked by the claim; only a concurrent unregister gets here
+    wf = catalog.get(row.workflow_name, row.definition_version)
+    if wf is None or trigger is None or wf.fingerprint != row.fingerprint:
+        return None  # checked by the claim; only a concurrent (un)register gets here
     return RunState.leased(row, token, wf, trigger)
 
 

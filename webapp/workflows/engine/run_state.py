@@ -39,7 +39,7 @@ class RunState:
             row.step_index,
             row.attempt,
             dict(row.results),
-            row.fingerprint,
+            wf.fingerprint,  # the definition it goes on with (rule 4 checked it)
         )
 
 

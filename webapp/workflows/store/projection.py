@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert
+from sqlalchemy import Connection, delete, insert, select, update
 
 from webapp import clock
 from webapp.eventstore import Event, register_inline
@@ -68,6 +68,7 @@ def apply(
     started: list[dict[str, Any]] = []
     runs_values: dict[tuple[str, str], dict[str, Any]] = {}
     settled: set[tuple[str, str]] = set()
+    moved: list[Event] = []
     for e in events:
         key = (e.tenant_id, e.aggregate_id)
         if e.type == ev.RUN_STARTED:
@@ -79,6 +80,10 @@ def apply(
             row = rows.pending_row(e, rows.fingerprint_for(conn, e))
             new_rows[(*key, row["step_index"])] = row
             values.update(rows.suspended_values(e, now))
+            continue
+        if e.type == ev.RUN_MIGRATED:  # the suspension (if any) moves with the run
+            values.update(rows.migrated_values(e, now))
+            moved.append(e)
             continue
         # every other run event ends the suspension: drop rows suspended earlier
         cleared.setdefault(e.tenant_id, set()).add(e.aggregate_id)
@@ -100,6 +105,8 @@ def apply(
                 workflow_run_pending.c.run_id.in_(sorted(run_ids)),
             )
         )
+    for e in moved:
+        _move_pending(conn, e)
     for row in started:
         sql.upsert(conn, workflow_runs, row, ["tenant_id", "run_id"])
     sql.upsert_many(
@@ -114,6 +121,22 @@ def apply(
     for tenant_id, run_id, step_index in sorted(new_rows):
         at = new_rows[(tenant_id, run_id, step_index)]["wake_at"]
         wake_signal.signal(conn, tenant_id, run_id, step_index, at)
+
+
+def _move_pending(conn: Connection, e: Event) -> None:
+    """A migrated run's pending row follows it to its new step (and is
+    signalled there); a run resumed in the same batch has none any more."""
+    p = e.payload
+    key = rows.pending_key(e) & (workflow_run_pending.c.step_index == int(p["fromStep"]))
+    found = conn.execute(select(workflow_run_pending.c.wake_at).where(key)).first()
+    if found is None:
+        return
+    conn.execute(
+        update(workflow_run_pending)
+        .where(key)
+        .values(step_index=int(p["toStep"]), definition_fingerprint=p["definitionFingerprint"])
+    )
+    wake_signal.signal(conn, e.tenant_id, e.aggregate_id, int(p["toStep"]), found.wake_at)
 
 
 def _insert_unstarted(conn: Connection, events: Sequence[Event], now: Any) -> None:

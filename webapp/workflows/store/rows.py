@@ -104,6 +104,7 @@ def started_row(e: Event, now: datetime) -> dict[str, Any]:
         attempt=1,
         version=e.version,
         fingerprint=p["definitionFingerprint"],
+        definition_version=int(p.get("definitionVersion", 1)),
         idempotency_key=p.get("idempotencyKey"),
         trigger_event_type=p["triggerEventType"],
         trigger_event_ref=p["triggerEventRef"],
@@ -115,6 +116,18 @@ def started_row(e: Event, now: datetime) -> dict[str, Any]:
         lease_token=None,
         lease_until=now + START_GRACE,
         started_at=now,
+        updated_at=now,
+    )
+
+
+def migrated_values(e: Event, now: datetime) -> dict[str, Any]:
+    """A run moved to another definition (and, by a map, another step)."""
+    p = e.payload
+    return dict(
+        version=e.version,
+        definition_version=int(p["to"]),
+        fingerprint=p["definitionFingerprint"],
+        step_index=int(p["toStep"]),
         updated_at=now,
     )
 

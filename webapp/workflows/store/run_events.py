@@ -38,10 +38,11 @@ RUN_COMPLETED = "workflow.run-completed"
 RUN_FAILED = "workflow.run-failed"
 RUN_CANCELLED = "workflow.run-cancelled"
 RUN_RETRIED = "workflow.run-retried"
+RUN_MIGRATED = "workflow.run-migrated"
 
 SUSPENSIONS = (STEP_WAITING, STEP_WAITING_FOR_EVENT, RETRY_SCHEDULED)
 SETTLING = (RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED)
-ALL = (RUN_STARTED, *SUSPENSIONS, STEP_RESUMED, *SETTLING, RUN_RETRIED)
+ALL = (RUN_STARTED, *SUSPENSIONS, STEP_RESUMED, *SETTLING, RUN_RETRIED, RUN_MIGRATED)
 
 # Events that trigger cron and webhook workflows (a run always references one).
 CRON_TICKED = "workflow.cron-ticked"
@@ -74,6 +75,7 @@ def run_started(
     trigger_ref: dict[str, Any],
     fingerprint: str,
     idempotency_key: str | None,
+    version: int = 1,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "workflowName": workflow_name,
@@ -81,6 +83,8 @@ def run_started(
         "triggerEventRef": trigger_ref,
         "definitionFingerprint": fingerprint,
     }
+    if version != 1:  # absent: version 1 (runs started before versions existed)
+        payload["definitionVersion"] = version
     if idempotency_key is not None:
         payload["idempotencyKey"] = idempotency_key
     return payload
@@ -149,4 +153,31 @@ def run_failed(
     }
     if reason is not None:
         payload["reason"] = reason
+    return payload
+
+
+def run_migrated(
+    workflow_name: str,
+    from_version: int,
+    to_version: int,
+    from_step: int,
+    to_step: int,
+    fingerprint: str,
+    mapping: dict[str, str] | None = None,
+    automatic: bool = False,
+) -> dict[str, Any]:
+    """A run moved to another definition: by an operator (`migrate`, with the
+    step map), or on its own (`automatic`) when its definition changed only
+    after where it stands."""
+    payload: dict[str, Any] = {
+        "workflowName": workflow_name,
+        "from": from_version,
+        "to": to_version,
+        "fromStep": from_step,
+        "toStep": to_step,
+        "map": dict(mapping or {}),
+        "definitionFingerprint": fingerprint,
+    }
+    if automatic:
+        payload["automatic"] = True
     return payload

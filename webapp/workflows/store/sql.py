@@ -30,6 +30,11 @@ def upsert(conn: Connection, table: Table, values: dict[str, Any], keys: list[st
     conn.execute(stmt)
 
 
+def insert_ignore(conn: Connection, table: Table, values: dict[str, Any], keys: list[str]) -> None:
+    """INSERT .. ON CONFLICT DO NOTHING: a row written once, by whoever is first."""
+    conn.execute(_insert(conn, table).values(**values).on_conflict_do_nothing(index_elements=keys))
+
+
 def upsert_many(
     conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: list[str]
 ) -> None:

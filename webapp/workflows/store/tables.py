@@ -1,4 +1,5 @@
-"""Tables of the workflow runner (schema: migrations/versions/0002_workflows.py)."""
+"""Tables of the workflow runner (schema: migrations/versions/0002_workflows.py,
+0004, 0007 and 0009_workflow_versions)."""
 
 from sqlalchemy import JSON, Column, Index, Integer, String, Table
 
@@ -40,6 +41,8 @@ workflow_runs = Table(
     Column("attempt", Integer, nullable=False),
     Column("version", Integer, nullable=False),
     Column("fingerprint", String(64), nullable=False),
+    # The workflow version the run started with (and is resumed with); 0009.
+    Column("definition_version", Integer, nullable=False, server_default="1"),
     Column("idempotency_key", String(500), nullable=True),
     Column("trigger_event_type", String(150), nullable=True),
     Column("trigger_event_ref", JSON(none_as_null=True), nullable=True),
@@ -68,4 +71,17 @@ workflow_runs = Table(
         "started_at",
         "run_id",
     ),
+)
+
+# The shape (`definition.fingerprint.shape`) of every definition a run has
+# started or gone on with, by fingerprint: what the deploy check diffs an open
+# run against once the code has changed (0009). Written once per fingerprint.
+workflow_definitions = Table(
+    "workflow_definitions",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True),
+    Column("workflow_name", String(200), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("shape", JSON, nullable=False),
+    Column("recorded_at", UTCDateTime(), nullable=False),
 )

@@ -3,6 +3,7 @@ wake-up projections (or cron job). The lookups live in `catalog`."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from webapp.workflows.definition import catalog
@@ -31,29 +32,47 @@ __all__ = [
 ]
 
 
-def register(app_or_wf: Any, wf: Workflow | None = None) -> Workflow:
-    """Register a workflow: `register(wf)` or `register(app, wf)`.
+# What is mounted per workflow name: the starting version's trigger, and one
+# wake-up net over the awaits of every version.
+_mounted: dict[str, list[Workflow]] = {}
 
-    Mounting an event-triggered workflow starts its trigger projection at the
-    current head of the log: history is never replayed.
+
+def register(app_or_wf: Any, wf: Workflow | None = None) -> Workflow:
+    """Register a workflow version: `register(wf)` or `register(app, wf)`.
+
+    Versions of one name live side by side: the highest with `start=True`
+    gets the trigger, every version resumes its own runs. Registering the
+    same name and version again replaces it. Mounting an event-triggered
+    workflow starts its trigger projection at the current head of the log:
+    history is never replayed.
     """
     target = wf if wf is not None else app_or_wf
     if not isinstance(target, Workflow):
         raise TypeError(
             "register() needs a Workflow (from webapp.workflows.definition.builders.workflow)"
         )
-    previous = catalog.put(target)
-    if previous is not None and previous is not target:
-        unmount(previous)
-    trigger.mount(target)
-    wakeup.mount(target)
+    catalog.put(target)
+    _remount(target.name)
     return target
 
 
-def unregister(name: str) -> None:
-    wf = catalog.pop(name)
-    if wf is not None:
+def unregister(name: str, version: int | None = None) -> None:
+    """Remove a workflow's version (all versions when none is given)."""
+    catalog.pop(name, version)
+    _remount(name)
+
+
+def _remount(name: str) -> None:
+    for wf in _mounted.pop(name, []):
         unmount(wf)
+    versions = catalog.versions(name)
+    starting = catalog.get(name)
+    if starting is not None:
+        trigger.mount(starting)
+    if versions:
+        awaits = {f"{w.version}.{k}": t for w in versions for k, t in w.awaits.items()}
+        wakeup.mount(dataclasses.replace(versions[-1], awaits=awaits))
+        _mounted[name] = [starting or versions[-1]]
 
 
 def unmount(wf: Workflow) -> None:

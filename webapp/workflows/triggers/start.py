@@ -27,8 +27,8 @@ from webapp.jobs.registry import JobSpec, register_job, unregister_job
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
 from webapp.workflows.dispatch.signals import schedule_advance_many
+from webapp.workflows.store import definitions, runs
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store import runs
 
 log = logging.getLogger("webapp.workflows")
 
@@ -52,7 +52,8 @@ def start_run(
     run-started joins one append just before the transaction commits, so a
     projection batch does not hold the append lock while it works.
     """
-    started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key)
+    started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key, wf.version)
+    definitions.record(conn, wf)
     if key is None:
         run_id = ev.run_id_for(wf.name, None)
         _defer(conn, tenant_id, run_id, started)
