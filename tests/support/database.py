@@ -7,6 +7,7 @@ from sqlalchemy import text
 
 from webapp import clock as clockmod
 from webapp import db
+from webapp.workflows.store import definitions
 
 
 def clean_database() -> None:
@@ -24,6 +25,7 @@ def clean_database() -> None:
         for name in names:
             if name in existing:
                 conn.execute(text(f'DELETE FROM "{name}"'))
+        definitions.forget()  # the process's memory of stored definitions
         conn.execute(text("INSERT INTO event_counter (id, last_position) VALUES (1, 0)"))
         conn.execute(
             text("INSERT INTO tenants (id, name, created_at) VALUES ('default', 'Default', :t)"),

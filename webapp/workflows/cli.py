@@ -1,4 +1,4 @@
-"""`flask workflows runs|show|cancel|retry|stuck`."""
+"""`flask workflows runs|show|cancel|retry|stuck|resume|versions|check|migrate`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from flask.cli import AppGroup
 
 from webapp import actors, db
 from webapp.workflows import operations as ops
+from webapp.workflows import versions as vers
 from webapp.workflows.store.run_events import RunStatus
 
 workflows_cli = AppGroup("workflows", help="Workflow runs: list, inspect, cancel, retry.")
@@ -117,3 +118,61 @@ def resume_cmd(run_id: str, step_index: str, tenant: str) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"run {run_id} step {index}: {outcome}")
+
+
+@workflows_cli.command("versions")
+def versions_cmd() -> None:
+    """Each workflow's versions: in the code or not, which one starts, open runs."""
+    with db.reading() as conn:
+        rows = vers.versions(conn)
+    if not rows:
+        click.echo("no workflows")
+        return
+    click.echo(f"{'workflow':<30} {'version':>7}  {'in code':<8} {'starts':<7} open runs")
+    for v in rows:
+        in_code = "yes" if v.in_code else "no"
+        starts = "yes" if v.starts else ("finish" if v.in_code else "-")
+        click.echo(f"{v.workflow:<30} {v.version:>7}  {in_code:<8} {starts:<7} {v.open_runs}")
+
+
+@workflows_cli.command("check")
+@click.option("--json", "as_json", is_flag=True, help="The same report, as JSON.")
+def check_cmd(as_json: bool) -> None:
+    """Compare the code's definitions with the open runs; exit 1 if any would fail."""
+    with db.reading() as conn:
+        report = vers.check(conn)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2, sort_keys=True))
+    else:
+        for line in vers.describe(report):
+            click.echo(line)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@workflows_cli.command("migrate")
+@click.argument("name")
+@click.option("--from", "from_version", type=click.IntRange(min=1), required=True)
+@click.option("--to", "to_version", type=click.IntRange(min=1), required=True)
+@click.option("--map", "pairs", multiple=True, metavar="OLD=NEW", help="Step renames.")
+@click.option("--dry-run", is_flag=True, help="Say what would move; change nothing.")
+def migrate_cmd(
+    name: str, from_version: int, to_version: int, pairs: tuple[str, ...], dry_run: bool
+) -> None:
+    """Move open runs waiting at a step from one version to another."""
+    try:
+        mapping = vers.parse_map(list(pairs))
+        with db.transaction() as conn:
+            plan = vers.migrate(
+                conn, name, from_version, to_version, mapping, dry_run, actor=actors.operator()
+            )
+    except (ValueError, vers.MigrationError) as exc:
+        raise click.ClickException(str(exc)) from None
+    verb = "would move" if dry_run else "moved"
+    click.echo(f"{verb} {len(plan.moves)} runs of {name} from v{from_version} to v{to_version}")
+    for m in plan.moves:
+        click.echo(f"  {m.run_id}: step {m.step!r} index {m.from_step} -> {m.to_step}")
+    if plan.skipped:
+        click.echo(
+            f"{len(plan.skipped)} running runs not at a step boundary were left: run it again"
+        )

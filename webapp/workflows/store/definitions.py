@@ -20,6 +20,12 @@ _recorded: set[str] = set()
 _shapes: dict[str, dict[str, Any]] = {}
 
 
+def forget() -> None:
+    """Drop what this process remembers as stored (the tables were emptied)."""
+    _recorded.clear()
+    _shapes.clear()
+
+
 def record(conn: Connection, wf: Workflow) -> None:
     """Make sure the definition's shape is stored (in the caller's transaction)."""
     fp = wf.fingerprint

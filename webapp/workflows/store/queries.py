@@ -11,6 +11,7 @@ from sqlalchemy import Connection, func, literal, or_, select, tuple_
 
 from webapp import clock
 from webapp.db import UTCDateTime
+from webapp.workflows.store import locks
 from webapp.workflows.store.run_events import OPEN, RunStatus
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
@@ -177,3 +178,31 @@ def status_counts(conn: Connection, f: RunFilter, statuses: dict[str, str]) -> d
         select(*(capped(stored).label(word) for word, stored in statuses.items()))
     ).one()
     return {w: int(n) for w, n in counts._mapping.items()}
+
+
+def open_positions(conn: Connection) -> list[Any]:
+    """Where open runs stand, counted per workflow, version, definition,
+    status and step (the deploy check's one read)."""
+    c = workflow_runs.c
+    cols = [c.workflow_name, c.definition_version, c.fingerprint, c.status, c.step_index]
+    q = (
+        select(*cols, func.count().label("runs"))
+        .where(c.status.in_(OPEN))
+        .group_by(*cols)
+        .order_by(*cols)
+    )
+    return list(conn.execute(q))
+
+
+def open_runs_at(
+    conn: Connection, workflow: str, version: int, run_id: str | None = None
+) -> list[Any]:
+    """The open runs of one workflow version (or that one run of it), locked,
+    in a stable order (a migration's one read)."""
+    c = workflow_runs.c
+    q = select(workflow_runs).where(
+        c.workflow_name == workflow, c.definition_version == version, c.status.in_(OPEN)
+    )
+    if run_id is not None:
+        q = q.where(c.run_id == run_id)
+    return list(conn.execute(locks.locked(conn, q.order_by(c.tenant_id, c.run_id))))
