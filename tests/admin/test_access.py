@@ -25,6 +25,7 @@ ROUTES = {
     "admin.run": [("GET", f"/admin/runs/{RUN}")],
     "admin.confirm": [("GET", f"/admin/runs/{RUN}/cancel"), ("GET", f"/admin/runs/{RUN}/retry")],
     "admin.act": [("POST", f"/admin/runs/{RUN}/cancel"), ("POST", f"/admin/runs/{RUN}/retry")],
+    "admin.migrate": [("POST", f"/admin/runs/{RUN}/migrate")],
     "admin.stuck": [("GET", "/admin/stuck")],
     "admin.projections_page": [("GET", "/admin/projections")],
     "admin.retry_parked": [("POST", "/admin/projections/parked/1/retry")],

@@ -12,12 +12,20 @@ from typing import Any
 from flask import Flask, current_app
 from flask_babel import gettext
 
-from webapp.admin import access, present, queries, views_ops, views_queues, views_runs
+from webapp.admin import (
+    access,
+    present,
+    queries,
+    views_ops,
+    views_queues,
+    views_runs,
+    views_versions,
+)
 from webapp.admin import cli as _cli  # noqa: F401  (registers `flask users grant-admin|revoke-admin`)
 
 __all__ = ["init_app"]
 
-del views_ops, views_queues, views_runs  # imported for their routes on access.bp
+del views_ops, views_queues, views_runs, views_versions  # imported for their routes on access.bp
 
 
 def _status_options() -> dict[str, str]:

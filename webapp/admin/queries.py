@@ -11,6 +11,7 @@ from sqlalchemy import Connection
 
 from webapp.eventstore import Event, read_stream
 from webapp.workflows import operations as ops
+from webapp.workflows import versions
 from webapp.workflows.definition import catalog
 from webapp.workflows.store import queries, runs
 from webapp.workflows.store.queries import COUNT_CAP, RunFilter
@@ -43,10 +44,10 @@ def runs_page(conn: Connection, f: RunFilter, size: int | None = None) -> RunsPa
     return RunsPage(rows, cursor, queries.status_counts(conn, f, STATUSES))
 
 
-def step_name(workflow_name: str, index: int) -> str:
-    """The step's name in the loaded definition, else its number ("–" past the
-    last step: the run has settled)."""
-    wf = catalog.get(workflow_name)
+def step_name(workflow_name: str, index: int, version: int | None = None) -> str:
+    """The step's name in the loaded definition (of the run's version), else
+    its number ("–" past the last step: the run has settled)."""
+    wf = catalog.get(workflow_name, version)
     if wf is not None and 0 <= index < len(wf.steps):
         return f"{index}: {wf.steps[index].name}"
     return "–" if wf is not None and index >= len(wf.steps) else str(index)
@@ -64,7 +65,9 @@ class RunDetail:
     run: Any
     events: list[Event]  # the last TIMELINE_LIMIT at most
     pending: list[Any]
-    loaded_fingerprint: str | None  # None: the workflow is not registered here
+    loaded_fingerprint: str | None  # None: the run's version is not registered here
+    finding: versions.Finding | None = None  # its definition is not the code's (open runs)
+    targets: tuple[int, ...] = ()  # versions in the code it could be migrated to
 
     @property
     def fingerprint_matches(self) -> bool:
@@ -82,6 +85,11 @@ class RunDetail:
     def can_retry(self) -> bool:
         return bool(self.run.status == RunStatus.FAILED)
 
+    @property
+    def can_migrate(self) -> bool:
+        """Suspended at a step, and some version in the code to move it to."""
+        return bool(self.run.status == RunStatus.SUSPENDED and self.targets)
+
 
 def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
     """None for an unknown or malformed id."""
@@ -91,13 +99,21 @@ def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
         run = ops.find_run(conn, run_id)
     except ops.OperationError:
         return None
-    wf = catalog.get(run.workflow_name)
+    wf = catalog.get(run.workflow_name, run.definition_version)
     since = max(0, int(run.version) - TIMELINE_LIMIT)
+    finding = versions.run_finding(conn, run)
+    targets = tuple(
+        w.version
+        for w in catalog.versions(run.workflow_name)
+        if w.version != run.definition_version or finding is not None
+    )
     return RunDetail(
         run,
         read_stream(conn, runs.stream(run.tenant_id, run.run_id), after_version=since),
         ops.pending_rows(conn, run_id),
         wf.fingerprint if wf is not None else None,
+        finding,
+        targets,
     )
 
 
@@ -105,3 +121,9 @@ def stuck_runs(conn: Connection, tenant: str) -> list[dict[str, Any]]:
     """`flask workflows stuck`, for one tenant: due for more than 5 minutes and not
     advanced, or running under a lease whose worker is gone."""
     return [r for r in ops.stuck(conn) if r["tenant_id"] == tenant]
+
+
+def deploy_check(conn: Connection) -> versions.Report:
+    """`flask workflows check`: every open run (all tenants) whose definition
+    is not the code's."""
+    return versions.check(conn)

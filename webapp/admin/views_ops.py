@@ -26,7 +26,10 @@ def stuck() -> Response:
     tenant, known = chosen_tenant()
     with db.reading() as conn:
         rows = queries.stuck_runs(conn, tenant)
-    return pages.render("admin/stuck.html", rows=rows, tenant=tenant, tenant_ids=known)
+        report = queries.deploy_check(conn)
+    return pages.render(
+        "admin/stuck.html", rows=rows, tenant=tenant, tenant_ids=known, report=report
+    )
 
 
 def _projections_page(

@@ -60,7 +60,7 @@ def runs() -> Response:
     )
 
 
-def _detail(run_id: str) -> queries.RunDetail:
+def detail(run_id: str) -> queries.RunDetail:
     with db.reading() as conn:
         detail = queries.run_detail(conn, run_id)
     if detail is None:
@@ -68,7 +68,7 @@ def _detail(run_id: str) -> queries.RunDetail:
     return detail
 
 
-def _run_page(
+def run_page(
     run_id: str, *, success: str | None = None, error: str | None = None, status: int = 200
 ) -> Response:
     return pages.render(
@@ -77,7 +77,7 @@ def _run_page(
         success=success,
         has_errors=error is not None,
         status=status,
-        d=_detail(run_id),
+        d=detail(run_id),
         success_text=success,
         error_text=error,
         step_name=queries.step_name,
@@ -86,7 +86,7 @@ def _run_page(
 
 @bp.get("/runs/<run_id>")
 def run(run_id: str) -> Response:
-    return _run_page(run_id)
+    return run_page(run_id)
 
 
 def _allowed(action: str, d: queries.RunDetail) -> bool:
@@ -97,9 +97,9 @@ def _allowed(action: str, d: queries.RunDetail) -> bool:
 def confirm(run_id: str, action: str) -> Response:
     if action not in ACTIONS:
         abort(404)
-    d = _detail(run_id)
+    d = detail(run_id)
     if not _allowed(action, d):
-        return _run_page(run_id, error=gettext(f"admin.run.{action}NotAllowed"), status=409)
+        return run_page(run_id, error=gettext(f"admin.run.{action}NotAllowed"), status=409)
     return pages.render(
         "admin/confirm.html",
         "admin/_confirm.html",
@@ -113,14 +113,14 @@ def confirm(run_id: str, action: str) -> Response:
 def act(run_id: str, action: str) -> Response:
     if action not in ACTIONS:
         abort(404)
-    d = _detail(run_id)
+    d = detail(run_id)
     try:
         if action == "cancel":
             ops.cancel(d.run.run_id, reason="cancelled in the console", actor=access.actor())
         else:
             ops.retry(d.run.run_id, actor=access.actor())
     except ops.OperationError as exc:
-        return _run_page(
+        return run_page(
             run_id, error=gettext("admin.run.actionFailed", reason=str(exc)), status=409
         )
-    return _run_page(run_id, success=gettext(ACTIONS[action][0]))
+    return run_page(run_id, success=gettext(ACTIONS[action][0]))

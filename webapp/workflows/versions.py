@@ -169,6 +169,27 @@ def check(conn: Connection) -> Report:
     return report
 
 
+def run_finding(conn: Connection, row: Any) -> Finding | None:
+    """The check for one run (the console's run page): None when its
+    definition is the code's, or it has settled."""
+    if row.status not in ev.OPEN:
+        return None
+    wf = catalog.get(row.workflow_name, row.definition_version)
+    if wf is not None and wf.fingerprint == row.fingerprint:
+        return None
+    position = _Position1(row.status, row.step_index, row.fingerprint)
+    old = definitions.shapes(conn, [row.fingerprint]).get(row.fingerprint)
+    return _finding(row.workflow_name, row.definition_version, old, [position])
+
+
+@dataclass(frozen=True)
+class _Position1:  # one run, in the shape of an `open_positions` row
+    status: str
+    step_index: int
+    fingerprint: str
+    runs: int = 1
+
+
 def _finding(name: str, version: int, old: Mapping[str, Any] | None, rows: list[Any]) -> Finding:
     wf = catalog.get(name, version)
     problem = (
