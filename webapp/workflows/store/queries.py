@@ -135,6 +135,7 @@ LISTED = (
     workflow_runs.c.workflow_name,
     workflow_runs.c.status,
     workflow_runs.c.step_index,
+    workflow_runs.c.definition_version,
     workflow_runs.c.started_at,
     workflow_runs.c.updated_at,
 )
