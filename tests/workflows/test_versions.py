@@ -318,3 +318,14 @@ def test_version_and_start_are_not_part_of_the_fingerprint():
     assert wf.workflow("x", on="a.b", steps=[DONE]).fingerprint == (
         wf.workflow("x", on="a.b", version=1, steps=[DONE]).fingerprint
     )
+
+
+# Pinned: CI runs this suite on Python 3.11 and 3.13, so one constant proves the
+# fingerprint is the same on both (functions are described by their source).
+# Editing versions_defs.py changes it, as it would change a deployed definition's.
+V1_FINGERPRINT = "e4aa89332f45bc58d8e57b8d58af476fa982f71e54a15e009102e6c1a765c38e"
+
+
+def test_the_fingerprint_is_the_same_on_every_python_version():
+    assert v1().fingerprint == V1_FINGERPRINT
+    assert v2().fingerprint != V1_FINGERPRINT
