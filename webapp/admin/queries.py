@@ -21,6 +21,7 @@ PAGE_SIZE = 50
 TIMELINE_LIMIT = 500  # a run page shows at most its last 500 events
 # The words the console shows (and filters by) for the stored statuses.
 STATUSES: dict[str, str] = {
+    "queued": RunStatus.QUEUED,
     "running": RunStatus.RUNNING,
     "waiting": RunStatus.SUSPENDED,
     "completed": RunStatus.COMPLETED,

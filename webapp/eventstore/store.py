@@ -288,6 +288,20 @@ def get_events(conn: Connection, event_ids: Iterable[str]) -> dict[str, Event]:
     return out
 
 
+def hold_append_lock(conn: Connection) -> None:
+    """Take the append lock now (held until the transaction ends), as the
+    first append would: for a caller that must lock rows of its own before it
+    appends, in the order every appender takes them (the append lock first).
+    SQLite: BEGIN IMMEDIATE already made this transaction the only writer."""
+    if conn.dialect.name == "sqlite":
+        return
+    conn.execute(
+        update(event_counter)
+        .where(event_counter.c.id == 1)
+        .values(last_position=event_counter.c.last_position)
+    )
+
+
 def head_position(conn: Connection) -> int:
     value = conn.execute(
         select(event_counter.c.last_position).where(event_counter.c.id == 1)

@@ -33,6 +33,7 @@ from croniter import croniter
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.controls import Limit, limit
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json
 from webapp.workflows.definition.model import (
@@ -86,6 +87,7 @@ __all__ = [
     "ret",
     "retry",
     "return_",
+    "limit",
     "send_mail",
     "send_webhook",
     "sha256_json",
@@ -114,8 +116,14 @@ def workflow(
     on_duplicate: Literal["ignore", "new-run"] = "ignore",
     version: int = 1,
     start: bool = True,
+    concurrency: Limit | None = None,
+    priority: Callable[[Event], int] | None = None,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
+
+    `concurrency=limit(max, key=...)` caps the runs holding a slot at once
+    (per key); a run over the limit is queued, and queued runs start by
+    `priority` (a function of the trigger event: 1 to 5, 5 first), then oldest.
 
     `version` (an integer >= 1) lets several versions run side by side: a run
     finishes on the version it started with, new triggers start the highest
@@ -153,8 +161,21 @@ def workflow(
         )
     if not isinstance(start, bool):
         raise DefinitionError(f"workflow {name!r}: start must be True or False, got {start!r}")
+    if concurrency is not None and not isinstance(concurrency, Limit):
+        raise DefinitionError(f"workflow {name!r}: concurrency= takes limit(max=..., key=...)")
+    if priority is not None and not callable(priority):
+        raise DefinitionError(f"workflow {name!r}: priority= takes a function of the event")
     wf = Workflow(
-        name, trigger, tuple(steps), dict(awaits or {}), key, on_duplicate, version, start
+        name,
+        trigger,
+        tuple(steps),
+        dict(awaits or {}),
+        key,
+        on_duplicate,
+        version,
+        start,
+        concurrency,
+        priority,
     )
     _validate(wf)
     return wf

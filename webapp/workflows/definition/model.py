@@ -14,12 +14,9 @@ from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.controls import Limit
+from webapp.workflows.definition.errors import DefinitionError as DefinitionError  # re-exported
 from webapp.workflows.definition.fingerprint import fingerprint, shape
-
-
-class DefinitionError(ValueError):
-    """A workflow definition is invalid (raised when it is defined)."""
-
 
 # -- triggers -------------------------------------------------------------------
 
@@ -162,6 +159,10 @@ class Workflow:
     # numbering a first one, changes nothing for its runs.
     version: int = 1
     start: bool = True
+    # Flow control (`controls`); not in the fingerprint either: a limit can
+    # change under runs in flight.
+    concurrency: Limit | None = None
+    priority: Callable[[Event], int] | None = None
 
     @cached_property
     def fingerprint(self) -> str:

@@ -23,7 +23,7 @@ from webapp import clock, db
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
 from webapp.workflows.engine import transient
-from webapp.workflows.store import wake_signal
+from webapp.workflows.store import start_signal, wake_signal
 from worker import job_paths
 
 log = logging.getLogger("webapp.workflows")
@@ -101,9 +101,16 @@ def on_wake(tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -> 
         add_timer(tenant_id, run_id, step_index, wake_at)
 
 
+def on_start(tenant_id: str, run_ids: list[str]) -> None:
+    """The store's start listener (after commit): queued runs just started
+    (their slot freed) are advanced by a worker."""
+    schedule_advance_many(tenant_id, run_ids)
+
+
 def install() -> None:
-    """Wire the store's wake-ups to Redis (the app factory does it)."""
+    """Wire the store's wake-ups and starts to Redis (the app factory does it)."""
     wake_signal.listen(on_wake)
+    start_signal.listen(on_start)
 
 
 # A Redis connection error inside a step is transient: retried in place, never

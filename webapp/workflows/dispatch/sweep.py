@@ -10,7 +10,7 @@ from webapp import db
 from webapp.workflows.dispatch.drain import drain
 from webapp.workflows.engine import continuation
 from webapp.workflows.engine.resume_rules import ResumeResult
-from webapp.workflows.store import queries
+from webapp.workflows.store import queries, slots
 
 log = logging.getLogger("webapp.workflows")
 
@@ -39,4 +39,16 @@ def sweep(tenant_id: str | None) -> dict[str, int]:
         except Exception:
             log.exception("stale run could not be advanced", extra={"run_id": run_id})
     drained = drain(tenant_id)
-    return {"advanced": advanced, "resumed": drained}
+    return {"advanced": advanced, "resumed": drained, "admitted": refill_all(tenant_id)}
+
+
+def refill_all(tenant_id: str) -> int:
+    """Start queued runs wherever their key has a free slot (the net behind the
+    refill each settle does): a limit raised by a deploy, a refill lost."""
+    with db.reading() as conn:
+        keys = slots.keys_with_queued(conn, tenant_id)
+    started = 0
+    for key in keys:
+        with db.transaction() as conn:
+            started += len(slots.refill(conn, key))
+    return started

@@ -26,7 +26,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from webapp import clock
 from webapp.eventstore import Event, register_inline
-from webapp.workflows.store import rows, sql, wake_signal
+from webapp.workflows.store import rows, slots, sql, wake_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
@@ -69,11 +69,13 @@ def apply(
     runs_values: dict[tuple[str, str], dict[str, Any]] = {}
     settled: set[tuple[str, str]] = set()
     moved: list[Event] = []
+    settling: list[Event] = []
     for e in events:
         key = (e.tenant_id, e.aggregate_id)
-        if e.type == ev.RUN_STARTED:
+        if e.type in (ev.RUN_STARTED, ev.RUN_QUEUED):
             cleared.setdefault(e.tenant_id, set()).add(e.aggregate_id)
-            started.append(rows.started_row(e, now))
+            make = rows.started_row if e.type == ev.RUN_STARTED else rows.queued_row
+            started.append(make(e, now))
             continue
         values = runs_values.setdefault(key, {})
         if e.type in ev.SUSPENSIONS:
@@ -96,6 +98,7 @@ def apply(
         else:
             values.update(rows.settled_values(e, now))
             settled.add(key)
+            settling.append(e)
     for key, more in (extra or {}).items():
         runs_values.setdefault(key, {}).update(more, updated_at=now)
     for tenant_id, run_ids in ({} if running else cleared).items():
@@ -118,6 +121,8 @@ def apply(
     updated = sql.update_runs(conn, runs_values)
     if not running and settled and updated < len([v for v in runs_values.values() if v]):
         _insert_unstarted(conn, events, now)
+    if settling:
+        slots.after_settle(conn, settling)
     for tenant_id, run_id, step_index in sorted(new_rows):
         at = new_rows[(tenant_id, run_id, step_index)]["wake_at"]
         wake_signal.signal(conn, tenant_id, run_id, step_index, at)

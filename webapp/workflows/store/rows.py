@@ -109,6 +109,8 @@ def started_row(e: Event, now: datetime) -> dict[str, Any]:
         trigger_event_type=p["triggerEventType"],
         trigger_event_ref=p["triggerEventRef"],
         subject_id=(p["triggerEventRef"] or {}).get("aggregateId"),
+        concurrency_key=p.get("concurrencyKey"),
+        priority=p.get("priority"),
         started_position=e.position,
         results={},
         error=None,
@@ -130,6 +132,13 @@ def migrated_values(e: Event, now: datetime) -> dict[str, Any]:
         step_index=int(p["toStep"]),
         updated_at=now,
     )
+
+
+def queued_row(e: Event, now: datetime) -> dict[str, Any]:
+    """A run over its concurrency limit: a row, no lease, not started."""
+    row = started_row(e, now)
+    row.update(status=RunStatus.QUEUED, lease_until=None)
+    return row
 
 
 def unstarted_row(e: Event, now: datetime) -> dict[str, Any]:

@@ -15,6 +15,7 @@ class RunStatus(StrEnum):
     """The status a run's `workflow_runs` row holds (a StrEnum: it is stored,
     compared and shown as the plain word)."""
 
+    QUEUED = "queued"  # over its concurrency limit: not started yet
     RUNNING = "running"
     SUSPENDED = "suspended"
     COMPLETED = "completed"
@@ -22,13 +23,15 @@ class RunStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
-OPEN = (RunStatus.RUNNING, RunStatus.SUSPENDED)
+OPEN = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUSPENDED)
+HOLDING = (RunStatus.RUNNING, RunStatus.SUSPENDED)  # holds its concurrency slot
 SETTLED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 
 AGGREGATE_TYPE = "workflow-run"
 
 CONSUMED = "$consumed"  # results key: position of the last awaited event a run used
 
+RUN_QUEUED = "workflow.run-queued"
 RUN_STARTED = "workflow.run-started"
 STEP_WAITING = "workflow.step.waiting"
 STEP_WAITING_FOR_EVENT = "workflow.step.waiting-for-event"
@@ -42,7 +45,7 @@ RUN_MIGRATED = "workflow.run-migrated"
 
 SUSPENSIONS = (STEP_WAITING, STEP_WAITING_FOR_EVENT, RETRY_SCHEDULED)
 SETTLING = (RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED)
-ALL = (RUN_STARTED, *SUSPENSIONS, STEP_RESUMED, *SETTLING, RUN_RETRIED, RUN_MIGRATED)
+ALL = (RUN_QUEUED, RUN_STARTED, *SUSPENSIONS, STEP_RESUMED, *SETTLING, RUN_RETRIED, RUN_MIGRATED)
 
 # Events that trigger cron and webhook workflows (a run always references one).
 CRON_TICKED = "workflow.cron-ticked"
@@ -88,6 +91,25 @@ def run_started(
     if idempotency_key is not None:
         payload["idempotencyKey"] = idempotency_key
     return payload
+
+
+def with_slot(payload: dict[str, Any], key: str, priority: int) -> dict[str, Any]:
+    """run-queued, or run-started of a limited workflow: its concurrency key
+    ("" for a workflow-wide limit) and priority."""
+    return {**payload, "concurrencyKey": key, "priority": priority}
+
+
+def started_from(row: Any) -> dict[str, Any]:
+    """The run-started payload of a queued run, from its runs row."""
+    payload = run_started(
+        row.workflow_name,
+        row.trigger_event_type,
+        row.trigger_event_ref,
+        row.fingerprint,
+        row.idempotency_key,
+        row.definition_version,
+    )
+    return with_slot(payload, row.concurrency_key, row.priority)
 
 
 def step_waiting(step_index: int, wake_at: str, workflow_name: str, fp: str) -> dict[str, Any]:

@@ -57,7 +57,18 @@ workflow_runs = Table(
     # The trigger event's aggregate id: whose run this is. Erasing that person
     # (`user.erased`) erases the run's results (`erasure`).
     Column("subject_id", String(100), nullable=True),
+    # Flow control (0010): the concurrency key of a limited workflow's run
+    # ("" for a workflow-wide limit; NULL: no limit) and its priority (1-5).
+    Column("concurrency_key", String(200), nullable=True),
+    Column("priority", Integer, nullable=True),
     Index("ix_workflow_runs_subject", "tenant_id", "subject_id"),
+    Index(
+        "ix_workflow_runs_slots",
+        "tenant_id",
+        "workflow_name",
+        "concurrency_key",
+        "status",
+    ),
     Index("ix_workflow_runs_status_lease", "tenant_id", "status", "lease_until"),
     Index("ix_workflow_runs_name", "workflow_name"),
     # The operations console's runs list, newest first (migration 0007_admin).
@@ -84,4 +95,14 @@ workflow_definitions = Table(
     Column("version", Integer, nullable=False),
     Column("shape", JSON, nullable=False),
     Column("recorded_at", UTCDateTime(), nullable=False),
+)
+
+# One row per (tenant, workflow, concurrency key): what every admission to
+# that key locks, so at no instant do more than `max` runs hold a slot (0010).
+workflow_slot_keys = Table(
+    "workflow_slot_keys",
+    metadata,
+    Column("tenant_id", String(64), primary_key=True),
+    Column("workflow_name", String(200), primary_key=True),
+    Column("concurrency_key", String(200), primary_key=True),
 )

@@ -25,9 +25,10 @@ from webapp.eventstore import (
 )
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
 from webapp.workflows.definition import catalog
+from webapp.workflows.definition.controls import priority_of
 from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
 from webapp.workflows.dispatch.signals import schedule_advance_many
-from webapp.workflows.store import definitions, runs
+from webapp.workflows.store import definitions, runs, slots
 from webapp.workflows.store import run_events as ev
 
 log = logging.getLogger("webapp.workflows")
@@ -41,8 +42,24 @@ def cron_job_name(wf: Workflow) -> str:
     return "workflow-" + re.sub(r"[^A-Za-z0-9_-]", "_", wf.name)
 
 
+Slot = tuple[str, int]  # (concurrency key, priority) of a limited workflow's run
+
+
+def slot_of(wf: Workflow, trigger: Event) -> Slot | None:
+    """The run's concurrency key and priority (ControlError: a function of
+    the workflow gave a wrong value); None when the workflow has no limit."""
+    if wf.concurrency is None:
+        return None
+    return wf.concurrency.key_for(trigger), priority_of(wf.priority, trigger)
+
+
 def start_run(
-    conn: Connection, wf: Workflow, tenant_id: str, trigger: Event, key: str | None
+    conn: Connection,
+    wf: Workflow,
+    tenant_id: str,
+    trigger: Event,
+    key: str | None,
+    slot: Slot | None = None,
 ) -> str | None:
     """Append run-started for `trigger` and ask a worker to run it (after commit).
 
@@ -50,14 +67,43 @@ def start_run(
     the same key won the stream's expected version, or (on_duplicate="ignore")
     the key's run is still open. A run without a key cannot conflict: its
     run-started joins one append just before the transaction commits, so a
-    projection batch does not hold the append lock while it works.
+    projection batch does not hold the append lock while it works. A run of a
+    limited workflow (`slot`) starts only when its key has a free slot and
+    nobody queued before it; else it is queued (run-queued).
     """
     started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key, wf.version)
     definitions.record(conn, wf)
-    if key is None:
+    if key is None and slot is None:
         run_id = ev.run_id_for(wf.name, None)
         _defer(conn, tenant_id, run_id, started)
         return run_id
+    found = _keyed(conn, wf, tenant_id, trigger, key)
+    if found is None:
+        return None
+    run_id, expected = found
+    event_type = ev.RUN_STARTED
+    if slot is not None and wf.concurrency is not None:
+        started = ev.with_slot(started, *slot)
+        if not slots.admits(conn, (tenant_id, wf.name, slot[0]), wf.concurrency):
+            event_type = ev.RUN_QUEUED
+    try:
+        with conn.begin_nested():
+            append(conn, runs.stream(tenant_id, run_id), [NewEvent(event_type, started)], expected)
+    except VersionConflict:
+        log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
+        return None
+    if event_type == ev.RUN_STARTED:
+        _advance_after_commit(conn, tenant_id, run_id)
+    return run_id
+
+
+def _keyed(
+    conn: Connection, wf: Workflow, tenant_id: str, trigger: Event, key: str | None
+) -> tuple[str, int] | None:
+    """The run id and expected stream version for a keyed run (None: ignored,
+    its key's run is still open), or a fresh id for a run without a key."""
+    if key is None:
+        return ev.run_id_for(wf.name, None), 0
     run_id = ev.run_id_for(wf.name, key)
     row = runs.lock_run(conn, tenant_id, run_id)
     if row is not None and row.status in ev.OPEN:
@@ -66,17 +112,7 @@ def start_run(
             return None
         run_id = ev.run_id_for(wf.name, f"{key}|{trigger.id}")
         row = runs.lock_run(conn, tenant_id, run_id)
-    expected = row.version if row is not None else 0
-    try:
-        with conn.begin_nested():
-            append(
-                conn, runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], expected
-            )
-    except VersionConflict:
-        log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
-        return None
-    _advance_after_commit(conn, tenant_id, run_id)
-    return run_id
+    return run_id, (row.version if row is not None else 0)
 
 
 _STARTS = "workflows.deferred_starts"
@@ -146,13 +182,14 @@ def _apply_for(wf: Workflow) -> Any:
             ):
                 return
             key = wf.key_for(event)
+            slot = slot_of(wf, event)
         except DBAPIError:
             raise  # infrastructure: let the projection retry
         except Exception as exc:
             # Recorded and swallowed: a re-throw would redeliver the event.
             record_trigger_failure(conn, wf, event.tenant_id, exc)
             return
-        start_run(conn, wf, event.tenant_id, event, key)
+        start_run(conn, wf, event.tenant_id, event, key, slot)
 
     return apply
 
@@ -198,7 +235,7 @@ def start_cron_run(wf: Workflow, tenant_id: str, tick: datetime) -> str | None:
                 [NewEvent(ev.CRON_TICKED, {"workflowName": wf.name, "tick": stamp})],
                 0,
             )[0]
-            started = start_run(conn, wf, tenant_id, trigger, key)
+            started = start_run(conn, wf, tenant_id, trigger, key, slot_of(wf, trigger))
     except VersionConflict:
         return None
     return started

@@ -1,0 +1,165 @@
+"""Concurrency slots: at most `limit.max` runs of one (tenant, workflow,
+key) hold a slot at once; a run holds it from run-started until it settles.
+
+Every admission to a key takes the append lock, then locks that key's
+`workflow_slot_keys` row, and then counts the holders, so admissions to one key are serial, while a settle
+only ever frees a slot. A new trigger starts at once when a slot is free and
+nobody is queued before it (else it is queued: run-queued); a run settling
+refills its key in the same transaction, just before commit (`refill`):
+queued runs by priority (5 first), then oldest, skipping rows another
+transaction holds. The minute sweep refills every key with queued runs, the
+net for a limit raised by a deploy or a lost refill.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from webapp import db
+from webapp.eventstore import Event, NewEvent, StreamId, append, hold_append_lock
+from webapp.workflows.definition import catalog
+from webapp.workflows.definition.controls import Limit
+from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import sql, start_signal
+from webapp.workflows.store.run_events import HOLDING, RunStatus
+from webapp.workflows.store.tables import workflow_runs, workflow_slot_keys
+
+Key = tuple[str, str, str]  # (tenant, workflow, concurrency key)
+
+
+def limit_for(workflow_name: str) -> Limit | None:
+    """The limit in force: the one of the version new triggers start (else
+    of the highest version registered)."""
+    wf = catalog.get(workflow_name)
+    if wf is None:
+        versions = catalog.versions(workflow_name)
+        wf = versions[-1] if versions else None
+    return wf.concurrency if wf is not None else None
+
+
+def lock_key(conn: Connection, key: Key) -> None:
+    """Lock the key's row, after the append lock: a settle refills under the
+    append lock it already holds, so every locker of a key takes the two in
+    this order and none waits on the other's."""
+    hold_append_lock(conn)
+    tenant_id, workflow, ckey = key
+    values = dict(tenant_id=tenant_id, workflow_name=workflow, concurrency_key=ckey)
+    sql.insert_ignore(conn, workflow_slot_keys, values, list(values))
+    if not db.is_sqlite(conn):  # SQLite: BEGIN IMMEDIATE already made us the only writer
+        c = workflow_slot_keys.c
+        conn.execute(
+            select(c.tenant_id)
+            .where(c.tenant_id == tenant_id, c.workflow_name == workflow, c.concurrency_key == ckey)
+            .with_for_update()
+        )
+
+
+def _of(key: Key) -> Any:
+    c = workflow_runs.c
+    return (c.tenant_id == key[0]) & (c.workflow_name == key[1]) & (c.concurrency_key == key[2])
+
+
+def holders(conn: Connection, key: Key) -> int:
+    q = select(func.count()).where(_of(key), workflow_runs.c.status.in_(HOLDING))
+    return int(conn.execute(q).scalar_one())
+
+
+def queued(
+    conn: Connection, key: Key, n: int | None = None, skip_locked: bool = False
+) -> list[Any]:
+    """The key's queued runs in the order they start: priority, then oldest."""
+    c = workflow_runs.c
+    q = (
+        select(workflow_runs)
+        .where(_of(key), c.status == RunStatus.QUEUED)
+        .order_by(c.priority.desc(), c.started_position, c.run_id)
+    )
+    if n is not None:
+        q = q.limit(n)
+    if not db.is_sqlite(conn):
+        q = q.with_for_update(skip_locked=skip_locked)
+    return list(conn.execute(q))
+
+
+def admits(conn: Connection, key: Key, limit: Limit) -> bool:
+    """For a new trigger (the key locked here, until commit): may it start now?"""
+    lock_key(conn, key)
+    return holders(conn, key) < limit.max and not queued(conn, key, 1)
+
+
+def refill(conn: Connection, key: Key) -> list[str]:
+    """Start queued runs of the key while slots are free; their run ids."""
+    limit = limit_for(key[1])
+    if limit is None:
+        return []
+    lock_key(conn, key)
+    free = limit.max - holders(conn, key)
+    if free <= 0:
+        return []
+    started = []
+    for row in queued(conn, key, free, skip_locked=True):
+        stream = StreamId(row.tenant_id, ev.AGGREGATE_TYPE, row.run_id)
+        append(conn, stream, [NewEvent(ev.RUN_STARTED, ev.started_from(row))], row.version)
+        started.append(row.run_id)
+    start_signal.signal(conn, key[0], started)
+    return started
+
+
+def after_settle(conn: Connection, settled: Sequence[Event]) -> None:
+    """Runs of limited workflows settled in this transaction: refill their
+    keys just before it commits (one read, only when such a workflow exists)."""
+    names = {str(e.payload.get("workflowName")) for e in settled}
+    if not any(limit_for(n) is not None for n in names):
+        return
+    c = workflow_runs.c
+    ids = sorted({e.aggregate_id for e in settled})
+    rows = conn.execute(
+        select(c.tenant_id, c.workflow_name, c.concurrency_key).where(
+            c.run_id.in_(ids), c.concurrency_key.is_not(None)
+        )
+    )
+    scope = db.tx_scope(conn).setdefault("workflows.refills", set())
+    for tenant_id, workflow, ckey in rows:
+        key = (tenant_id, workflow, ckey)
+        if key not in scope:
+            scope.add(key)
+            db.before_commit(conn, functools.partial(_refill_once, conn, key))
+
+
+def _refill_once(conn: Connection, key: Key) -> None:
+    db.tx_scope(conn).get("workflows.refills", set()).discard(key)
+    refill(conn, key)
+
+
+def keys_with_queued(conn: Connection, tenant_id: str) -> list[Key]:
+    c = workflow_runs.c
+    q = (
+        select(c.tenant_id, c.workflow_name, c.concurrency_key)
+        .where(c.tenant_id == tenant_id, c.status == RunStatus.QUEUED)
+        .distinct()
+    )
+    return [(t, w, k) for t, w, k in conn.execute(q)]
+
+
+def queue_position(conn: Connection, row: Any) -> int | None:
+    """1 for the next queued run of its key, ...; None when not queued."""
+    if row.status != RunStatus.QUEUED or row.concurrency_key is None:
+        return None
+    ids = [
+        r.run_id for r in queued_ids(conn, (row.tenant_id, row.workflow_name, row.concurrency_key))
+    ]
+    return ids.index(row.run_id) + 1 if row.run_id in ids else None
+
+
+def queued_ids(conn: Connection, key: Key) -> list[Any]:
+    c = workflow_runs.c
+    q = (
+        select(c.run_id)
+        .where(_of(key), c.status == RunStatus.QUEUED)
+        .order_by(c.priority.desc(), c.started_position, c.run_id)
+    )
+    return list(conn.execute(q))
