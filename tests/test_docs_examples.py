@@ -169,6 +169,11 @@ def test_your_first_workflow_end_to_end(tmp_path, make_config, redis, app, work,
             run_id = next(w for w in listing.split() if len(w) == 36)
             shown = cli.invoke(args=["workflows", "show", run_id]).output
             assert "workflow.run-completed" in shown
+            assert "workflow order-follow-up v1  status completed" in shown
+            assert (
+                'results: {"cool-off": null, "return": {"order": "42", "total": 1200}, "total": 1200}'
+                in shown
+            )
             with db.reading() as conn:
                 results = conn.execute(
                     select(workflow_runs.c.results).where(workflow_runs.c.run_id == run_id)

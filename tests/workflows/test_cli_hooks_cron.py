@@ -39,7 +39,7 @@ def test_cli_runs_show_cancel_retry_stuck(use_workflow, work, clock, cli):
     assert (
         "workflow.run-started" in show
         and "workflow.step.waiting" in show
-        and "pending step 0" in show
+        and "waits: step 0 for step.waiting, until" in show
     )
     assert "no stuck runs" in cli.invoke(args=["workflows", "stuck"]).output
     clock.advance(timedelta(minutes=7))

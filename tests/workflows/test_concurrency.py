@@ -4,6 +4,7 @@ position of the event log do more than `max` runs of a key hold a slot."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -179,3 +180,26 @@ def test_limit_refuses_an_unknown_slot_kind():
 
 def test_the_limit_is_not_part_of_the_fingerprint():
     assert limited(max_=1).fingerprint == limited(max_=5).fingerprint
+
+
+def test_show_gives_a_queued_runs_key_and_place_and_a_waiting_runs_wait(use_workflow, work, runner):
+    use_workflow(limited(max_=1))
+    for n in range(3):
+        request(n)
+    work()
+    by_n = {
+        int(run_events(r.run_id)[0].payload["triggerEventRef"]["aggregateId"][1:]): r
+        for r in runs("sync")
+    }
+    shown = runner.invoke(args=["workflows", "show", by_n[2].run_id]).output
+    assert "status queued" in shown and "queued: key 'acme', position 2, priority 3" in shown
+    js = json.loads(runner.invoke(args=["workflows", "show", by_n[1].run_id, "--json"]).output)
+    assert js["queue"] == {"key": "acme", "position": 1, "priority": 3}
+    assert js["version"] == 1 and js["events"][0]["type"] == ev.RUN_QUEUED
+    waiting = json.loads(runner.invoke(args=["workflows", "show", by_n[0].run_id, "--json"]).output)
+    assert waiting["queue"] is None
+    assert [(p["stepIndex"], p["awaits"]) for p in waiting["pending"]] == [(0, "sync.done")]
+    finish(0)
+    work()
+    done = json.loads(runner.invoke(args=["workflows", "show", by_n[0].run_id, "--json"]).output)
+    assert done["status"] == "completed" and done["results"]["return"] == 0

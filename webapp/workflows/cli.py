@@ -42,25 +42,37 @@ def runs(status: str | None, workflow_name: str | None, limit: int) -> None:
 
 @workflows_cli.command("show")
 @click.argument("run_id")
-def show(run_id: str) -> None:
-    """A run's event timeline."""
+@click.option("--json", "as_json", is_flag=True, help="The same, as JSON.")
+def show(run_id: str, as_json: bool) -> None:
+    """A run: status, version, results, what it waits for, its queue place, its events."""
     with db.reading() as conn:
         try:
-            run = ops.find_run(conn, run_id)
-            events = ops.timeline(conn, run_id)
-            pending = ops.pending_rows(conn, run_id)
+            info = ops.describe_run(conn, run_id)
         except ops.OperationError as exc:
             raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(info, indent=2, sort_keys=True, default=str))
+        return
     click.echo(
-        f"run {run.run_id}  workflow {run.workflow_name}  status {run.status}  tenant {run.tenant_id}"
+        f"run {info['runId']}  workflow {info['workflow']} v{info['version']}  "
+        f"status {info['status']}  tenant {info['tenant']}"
     )
-    for e in events:
+    click.echo(f"  step {info['stepIndex']}  attempt {info['attempt']}")
+    if info["error"]:
+        click.echo(f"  error: {info['error']} ({info['reason'] or 'step error'})")
+    if info["queue"]:
+        q = info["queue"]
         click.echo(
-            f"  v{e.version:<3} {_ts(e.recorded_at)}  {e.type:<34} {json.dumps(e.payload, sort_keys=True)}"
+            f"  queued: key {q['key']!r}, position {q['position']}, priority {q['priority']}"
         )
-    for p in pending:
+    for p in info["pending"]:
+        what = f"event {p['awaits']}" if p["awaits"] else p["kind"]
+        click.echo(f"  waits: step {p['stepIndex']} for {what}, until {p['wakeAt']}")
+    click.echo(f"  results: {json.dumps(info['results'], sort_keys=True, default=str)}")
+    for e in info["events"]:
         click.echo(
-            f"  pending step {p.step_index}: wakes at {_ts(p.wake_at)} ({p.suspension_event_type})"
+            f"  v{e['version']:<3} {e['recordedAt'][:19]}  {e['type']:<34} "
+            f"{json.dumps(e['payload'], sort_keys=True)}"
         )
 
 

@@ -12,7 +12,7 @@ from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.dispatch.sweep import STUCK_AFTER
 from webapp.workflows.engine import claims, continuation
 from webapp.workflows.engine.resume_rules import fits
-from webapp.workflows.store import definitions, queries, runs
+from webapp.workflows.store import definitions, queries, runs, slots
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import SETTLED, RunStatus
 
@@ -47,6 +47,55 @@ def timeline(conn: Connection, run_id: str) -> list[Event]:
 
 def pending_rows(conn: Connection, run_id: str) -> list[Any]:
     return queries.pending_rows(conn, run_id)
+
+
+def describe_run(conn: Connection, run_id: str) -> dict[str, Any]:
+    """What an operator asks first about a run (`flask workflows show`), as
+    plain JSON-able values: status, version, results (a completed run's
+    return value under "return"), the pending wait or timer, its queue place
+    when queued, and its events."""
+    row = find_run(conn, run_id)
+    queue = None
+    if row.status == RunStatus.QUEUED:
+        queue = {
+            "key": row.concurrency_key,
+            "position": slots.queue_position(conn, row),
+            "priority": row.priority,
+        }
+    return {
+        "runId": row.run_id,
+        "tenant": row.tenant_id,
+        "workflow": row.workflow_name,
+        "version": row.definition_version,
+        "status": str(row.status),
+        "stepIndex": row.step_index,
+        "attempt": row.attempt,
+        "error": row.error,
+        "reason": row.reason,
+        "results": dict(row.results or {}),
+        "concurrencyKey": row.concurrency_key,
+        "queue": queue,
+        "pending": [
+            {
+                "stepIndex": p.step_index,
+                "kind": p.suspension_event_type.removeprefix("workflow."),
+                "wakeAt": p.wake_at.isoformat(),
+                "awaits": p.wait_event_type,
+            }
+            for p in pending_rows(conn, run_id)
+        ],
+        "events": [
+            {
+                "version": e.version,
+                "position": e.position,
+                "type": e.type,
+                "recordedAt": e.recorded_at.isoformat(),
+                "payload": e.payload,
+                "actor": e.metadata.get("actor"),
+            }
+            for e in timeline(conn, run_id)
+        ],
+    }
 
 
 def cancel(run_id: str, reason: str = "cancelled by operator", actor: str | None = None) -> Event:
