@@ -23,8 +23,14 @@ ROUTES = {
     "admin.home": [("GET", "/admin/")],
     "admin.runs": [("GET", "/admin/runs"), ("GET", "/admin/runs?status=failed")],
     "admin.run": [("GET", f"/admin/runs/{RUN}")],
-    "admin.confirm": [("GET", f"/admin/runs/{RUN}/cancel"), ("GET", f"/admin/runs/{RUN}/retry")],
-    "admin.act": [("POST", f"/admin/runs/{RUN}/cancel"), ("POST", f"/admin/runs/{RUN}/retry")],
+    "admin.confirm": [
+        ("GET", f"/admin/runs/{RUN}/{a}")
+        for a in ("cancel", "retry", "pause", "resume", "pause-workflow", "resume-workflow")
+    ],
+    "admin.act": [
+        ("POST", f"/admin/runs/{RUN}/{a}")
+        for a in ("cancel", "retry", "pause", "resume", "pause-workflow", "resume-workflow")
+    ],
     "admin.migrate": [("POST", f"/admin/runs/{RUN}/migrate")],
     "admin.stuck": [("GET", "/admin/stuck")],
     "admin.projections_page": [("GET", "/admin/projections")],

@@ -59,6 +59,8 @@ def row(**over: Any) -> SimpleNamespace:
         version=3,
         lease_token=None,
         lease_until=None,
+        definition_version=1,
+        paused_by=None,
     )
     values.update(over)
     return SimpleNamespace(**values)
@@ -222,6 +224,48 @@ def test_rule_7_a_retry_stays_at_its_step_as_the_next_attempt() -> None:
 def test_the_runs_row_fingerprint_counts_when_the_pending_row_has_none() -> None:
     d = decide(pending(definition_fingerprint=None), row(fingerprint="other"), DEFINITION, FOUND)
     assert d.reason == ev.REASON_DEFINITION_CHANGED
+
+
+# Rule 4 with a changed definition: the run goes on (adopts it) when nothing
+# changed up to and including where it waits, else it fails.
+CHANGED_AFTER = wf.workflow(
+    "rules",
+    on="thing.happened",
+    awaits={"answer": "thing.answered"},
+    steps=[*DEFINITION.steps[:3], wf.compute("audit", lambda ctx: 2), wf.ret(None)],
+)
+CHANGED_BEFORE = wf.workflow(
+    "rules",
+    on="thing.happened",
+    awaits={"answer": "thing.answered"},
+    steps=[wf.wait("pause", "PT2M"), *DEFINITION.steps[1:]],
+)
+
+
+def test_rule_4_a_change_after_the_waiting_step_is_adopted() -> None:
+    d = decide(pending(), row(), CHANGED_AFTER, FOUND, DEFINITION.shape)
+    assert (d.result, d.claim, d.adopt, d.step_index) == (ResumeResult.RESUMED, True, True, 1)
+
+
+def test_rule_4_a_change_at_the_waiting_step_fails_the_run() -> None:
+    d = decide(pending(), row(), CHANGED_BEFORE, FOUND, DEFINITION.shape)
+    assert (d.result, d.claim, d.reason) == (
+        ResumeResult.FAILED,
+        False,
+        ev.REASON_DEFINITION_CHANGED,
+    )
+
+
+def test_rule_4_without_the_old_shape_any_change_fails_the_run() -> None:
+    d = decide(pending(), row(), CHANGED_AFTER, FOUND, None)
+    assert d.reason == ev.REASON_DEFINITION_CHANGED
+
+
+def test_a_paused_run_is_not_claimed_and_keeps_its_row() -> None:
+    d = decide(pending(), row(paused_by="run"), DEFINITION, FOUND)
+    assert (d.result, d.claim, d.reason) == (ResumeResult.PAUSED, False, None)
+    lease = decide_lease(row(status="running", paused_by="workflow"), DEFINITION, TRIGGER, NOW)
+    assert lease.result == ResumeResult.PAUSED
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from webapp.eventstore import Event, read_stream
 from webapp.workflows import operations as ops
 from webapp.workflows import versions
 from webapp.workflows.definition import catalog
-from webapp.workflows.store import queries, runs
+from webapp.workflows.store import pauses, queries, runs
 from webapp.workflows.store.queries import COUNT_CAP, RunFilter
 from webapp.workflows.store.run_events import OPEN, RunStatus
 
@@ -69,6 +69,7 @@ class RunDetail:
     loaded_fingerprint: str | None  # None: the run's version is not registered here
     finding: versions.Finding | None = None  # its definition is not the code's (open runs)
     targets: tuple[int, ...] = ()  # versions in the code it could be migrated to
+    workflow_paused: bool = False
 
     @property
     def fingerprint_matches(self) -> bool:
@@ -85,6 +86,23 @@ class RunDetail:
     @property
     def can_retry(self) -> bool:
         return bool(self.run.status == RunStatus.FAILED)
+
+    @property
+    def can_pause(self) -> bool:
+        return bool(self.run.status in OPEN and self.run.paused_by is None)
+
+    @property
+    def can_resume(self) -> bool:
+        held_by_workflow = self.run.paused_by == "workflow" and self.workflow_paused
+        return bool(self.run.status in OPEN and self.run.paused_by and not held_by_workflow)
+
+    @property
+    def can_pause_workflow(self) -> bool:
+        return not self.workflow_paused
+
+    @property
+    def can_resume_workflow(self) -> bool:
+        return self.workflow_paused
 
     @property
     def can_migrate(self) -> bool:
@@ -115,6 +133,7 @@ def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
         wf.fingerprint if wf is not None else None,
         finding,
         targets,
+        pauses.is_paused(conn, run.workflow_name),
     )
 
 

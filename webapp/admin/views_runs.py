@@ -1,8 +1,10 @@
-"""/admin/runs (the list) and /admin/runs/<id> (one run, Cancel run, Retry run).
+"""/admin/runs (the list) and /admin/runs/<id> (one run: Cancel, Retry, Pause,
+Resume the run or its whole workflow).
 
-Cancel and Retry go through a confirmation: a link to a confirm page (with
+Every action goes through a confirmation: a link to a confirm page (with
 htmx the confirm form replaces the buttons in place), whose POST calls the
-same functions as `flask workflows cancel|retry`, with the admin as actor."""
+same functions as `flask workflows cancel|retry|pause|resume|pause-workflow|
+resume-workflow`, with the admin as actor."""
 
 from __future__ import annotations
 
@@ -17,10 +19,15 @@ from webapp.admin import access, queries
 from webapp.admin.access import bp
 from webapp.admin.forms import RunFilterForm, cursor_text
 from webapp.workflows import operations as ops
+from webapp.workflows import pausing
 
 ACTIONS = {
     "cancel": ("admin.run.cancelled", "admin.run.cancelConfirm"),
     "retry": ("admin.run.retried", "admin.run.retryConfirm"),
+    "pause": ("admin.run.pausedDone", "admin.run.pauseConfirm"),
+    "resume": ("admin.run.resumedDone", "admin.run.resumeConfirm"),
+    "pause-workflow": ("admin.run.pause-workflowDone", "admin.run.pause-workflowConfirm"),
+    "resume-workflow": ("admin.run.resume-workflowDone", "admin.run.resume-workflowConfirm"),
 }
 
 
@@ -90,7 +97,7 @@ def run(run_id: str) -> Response:
 
 
 def _allowed(action: str, d: queries.RunDetail) -> bool:
-    return d.can_cancel if action == "cancel" else d.can_retry
+    return bool(getattr(d, "can_" + action.replace("-", "_")))
 
 
 @bp.get("/runs/<run_id>/<action>")
@@ -115,12 +122,26 @@ def act(run_id: str, action: str) -> Response:
         abort(404)
     d = detail(run_id)
     try:
-        if action == "cancel":
-            ops.cancel(d.run.run_id, reason="cancelled in the console", actor=access.actor())
-        else:
-            ops.retry(d.run.run_id, actor=access.actor())
+        _do(action, d)
     except ops.OperationError as exc:
         return run_page(
             run_id, error=gettext("admin.run.actionFailed", reason=str(exc)), status=409
         )
     return run_page(run_id, success=gettext(ACTIONS[action][0]))
+
+
+def _do(action: str, d: queries.RunDetail) -> None:
+    """The CLI's function for the action, with the admin as actor."""
+    run_id, name, actor = d.run.run_id, d.run.workflow_name, access.actor()
+    if action == "cancel":
+        ops.cancel(run_id, reason="cancelled in the console", actor=actor)
+    elif action == "retry":
+        ops.retry(run_id, actor=actor)
+    elif action == "pause":
+        pausing.pause(run_id, actor=actor)
+    elif action == "resume":
+        pausing.unpause(run_id, actor=actor)
+    elif action == "pause-workflow":
+        pausing.pause_workflow(name, actor=actor)
+    else:
+        pausing.resume_workflow(name, actor=actor)

@@ -1,4 +1,5 @@
-"""`flask workflows runs|show|cancel|retry|stuck|resume|versions|check|migrate`."""
+"""`flask workflows runs|show|cancel|retry|stuck|resume|pause|pause-workflow|
+resume-workflow|versions|check|migrate`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from flask.cli import AppGroup
 
 from webapp import actors, db
 from webapp.workflows import operations as ops
+from webapp.workflows import pausing, rerun
 from webapp.workflows import versions as vers
 from webapp.workflows.store.run_events import RunStatus
 
@@ -115,10 +117,18 @@ def stuck() -> None:
 
 @workflows_cli.command("resume")
 @click.argument("run_id")
-@click.argument("step_index")
+@click.argument("step_index", required=False)
 @click.option("--tenant", default="default", show_default=True)
-def resume_cmd(run_id: str, step_index: str, tenant: str) -> None:
-    """Run resume-run for a suspended step now (same rules as the job)."""
+def resume_cmd(run_id: str, step_index: str | None, tenant: str) -> None:
+    """Resume a paused run; with STEP_INDEX, run resume-run for that suspended
+    step now (same rules as the job)."""
+    if step_index is None:
+        try:
+            pausing.unpause(run_id, actor=actors.operator())
+        except ops.OperationError as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(f"run {run_id} resumed")
+        return
     try:
         index = int(step_index)
     except ValueError:
@@ -130,6 +140,51 @@ def resume_cmd(run_id: str, step_index: str, tenant: str) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"run {run_id} step {index}: {outcome}")
+
+
+@workflows_cli.command("rerun")
+@click.argument("run_id")
+@click.option("--from-step", "from_step", required=True, help="The index of the first step to run.")
+def rerun_cmd(run_id: str, from_step: str) -> None:
+    """Start a new run with the same trigger and the results of the steps before N."""
+    try:
+        new_id = rerun.rerun(run_id, from_step, actor=actors.operator())
+    except ops.OperationError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"run {new_id} started: a rerun of {run_id} from step {from_step}")
+
+
+@workflows_cli.command("pause")
+@click.argument("run_id")
+def pause_cmd(run_id: str) -> None:
+    """Pause a run: it takes no step until `resume RUN_ID`."""
+    try:
+        pausing.pause(run_id, actor=actors.operator())
+    except ops.OperationError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"run {run_id} paused")
+
+
+@workflows_cli.command("pause-workflow")
+@click.argument("name")
+def pause_workflow_cmd(name: str) -> None:
+    """Pause a workflow: its open runs pause, new triggers start as Queued."""
+    try:
+        n = pausing.pause_workflow(name, actor=actors.operator())
+    except ops.OperationError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"workflow {name} paused ({n} open runs paused)")
+
+
+@workflows_cli.command("resume-workflow")
+@click.argument("name")
+def resume_workflow_cmd(name: str) -> None:
+    """Resume a paused workflow: the runs its pause held go on."""
+    try:
+        n = pausing.resume_workflow(name, actor=actors.operator())
+    except ops.OperationError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"workflow {name} resumed ({n} runs resumed)")
 
 
 @workflows_cli.command("versions")

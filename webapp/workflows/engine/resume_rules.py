@@ -48,6 +48,7 @@ class ResumeResult(StrEnum):
     ADVANCED = "advanced"  # a running run's lease taken again
     LEASED = "leased"  # its lease is held by a live worker
     NOT_RUNNING = "not-running"
+    PAUSED = "paused"  # the run is paused: its pending row waits for the resume
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,8 @@ def decide(
     found by id, and the shape of the definition the run suspended under."""
     if row is None or settled(row, pending):  # rules 2, 3
         return Decision(ResumeResult.ALREADY)
+    if row.paused_by is not None:  # kept for the resume, which signals it again
+        return Decision(ResumeResult.PAUSED)
     fp = pending.definition_fingerprint or row.fingerprint
     adopt = fits(wf, fp, old_shape, pending.step_index, waiting=True)
     if wf is None or adopt is None:
@@ -185,6 +188,8 @@ def decide_lease(
         return Decision(ResumeResult.NOT_RUNNING)
     if row.lease_token is not None and row.lease_until is not None and row.lease_until > now:
         return Decision(ResumeResult.LEASED)
+    if row.paused_by is not None:
+        return Decision(ResumeResult.PAUSED)
     adopt = fits(wf, row.fingerprint, old_shape, row.step_index, waiting=False)
     if wf is None or adopt is None:
         return _failed(

@@ -83,6 +83,7 @@ def lock_due(conn: Connection, tenant_id: str, limit: int) -> tuple[int, list[An
         .where(
             workflow_run_pending.c.tenant_id == tenant_id,
             workflow_run_pending.c.wake_at < clock.now(),
+            workflow_run_pending.c.paused.is_(False),
         )
         .order_by(workflow_run_pending.c.wake_at)
         .limit(limit)

@@ -70,6 +70,7 @@ def apply(
     settled: set[tuple[str, str]] = set()
     moved: list[Event] = []
     settling: list[Event] = []
+    holds: list[tuple[Event, bool]] = []
     for e in events:
         key = (e.tenant_id, e.aggregate_id)
         if e.type in (ev.RUN_STARTED, ev.RUN_QUEUED):
@@ -86,6 +87,11 @@ def apply(
         if e.type == ev.RUN_MIGRATED:  # the suspension (if any) moves with the run
             values.update(rows.migrated_values(e, now))
             moved.append(e)
+            continue
+        if e.type in (ev.RUN_PAUSED, ev.RUN_UNPAUSED):  # the suspension stays, held or freed
+            paused = e.type == ev.RUN_PAUSED
+            values.update((rows.paused_values if paused else rows.unpaused_values)(e, now))
+            holds.append((e, paused))
             continue
         # every other run event ends the suspension: drop rows suspended earlier
         cleared.setdefault(e.tenant_id, set()).add(e.aggregate_id)
@@ -110,6 +116,8 @@ def apply(
         )
     for e in moved:
         _move_pending(conn, e)
+    for e, paused in holds:
+        _hold_pending(conn, e, paused)
     for row in started:
         sql.upsert(conn, workflow_runs, row, ["tenant_id", "run_id"])
     sql.upsert_many(
@@ -142,6 +150,18 @@ def _move_pending(conn: Connection, e: Event) -> None:
         .values(step_index=int(p["toStep"]), definition_fingerprint=p["definitionFingerprint"])
     )
     wake_signal.signal(conn, e.tenant_id, e.aggregate_id, int(p["toStep"]), found.wake_at)
+
+
+def _hold_pending(conn: Connection, e: Event, paused: bool) -> None:
+    """Pause: the run's pending rows stay, their wake time and any awaited
+    event kept, but no drain takes them. Unpause: they are signalled again,
+    so what fell due meanwhile is resumed now."""
+    conn.execute(update(workflow_run_pending).where(rows.pending_key(e)).values(paused=paused))
+    if paused:
+        return
+    q = select(workflow_run_pending.c.step_index, workflow_run_pending.c.wake_at)
+    for step_index, wake_at in conn.execute(q.where(rows.pending_key(e))):
+        wake_signal.signal(conn, e.tenant_id, e.aggregate_id, step_index, wake_at)
 
 
 def _insert_unstarted(conn: Connection, events: Sequence[Event], now: Any) -> None:

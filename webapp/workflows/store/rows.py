@@ -100,7 +100,7 @@ def started_row(e: Event, now: datetime) -> dict[str, Any]:
         run_id=e.aggregate_id,
         workflow_name=p["workflowName"],
         status=RunStatus.RUNNING,
-        step_index=0,
+        step_index=int(p.get("fromStep", 0)),  # a rerun starts at its step
         attempt=1,
         version=e.version,
         fingerprint=p["definitionFingerprint"],
@@ -135,10 +135,30 @@ def migrated_values(e: Event, now: datetime) -> dict[str, Any]:
 
 
 def queued_row(e: Event, now: datetime) -> dict[str, Any]:
-    """A run over its concurrency limit: a row, no lease, not started."""
+    """A run over its concurrency limit, or of a paused workflow: a row, no
+    lease, not started."""
     row = started_row(e, now)
     row.update(status=RunStatus.QUEUED, lease_until=None)
+    if e.payload.get("paused"):
+        row["paused_by"] = "workflow"
     return row
+
+
+def paused_values(e: Event, now: datetime) -> dict[str, Any]:
+    """A paused run takes no step: a running one loses its lease (its worker
+    stops before its next commit), a queued one is not started."""
+    return dict(
+        version=e.version,
+        paused_by=e.payload.get("by", "run"),
+        lease_token=None,
+        lease_until=None,
+        updated_at=now,
+    )
+
+
+def unpaused_values(e: Event, now: datetime) -> dict[str, Any]:
+    """Free to go on: a running run may be leased again at once."""
+    return dict(version=e.version, paused_by=None, lease_until=now, updated_at=now)
 
 
 def unstarted_row(e: Event, now: datetime) -> dict[str, Any]:

@@ -42,10 +42,22 @@ RUN_FAILED = "workflow.run-failed"
 RUN_CANCELLED = "workflow.run-cancelled"
 RUN_RETRIED = "workflow.run-retried"
 RUN_MIGRATED = "workflow.run-migrated"
+RUN_PAUSED = "workflow.run-paused"
+RUN_UNPAUSED = "workflow.run-unpaused"
 
 SUSPENSIONS = (STEP_WAITING, STEP_WAITING_FOR_EVENT, RETRY_SCHEDULED)
 SETTLING = (RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED)
-ALL = (RUN_QUEUED, RUN_STARTED, *SUSPENSIONS, STEP_RESUMED, *SETTLING, RUN_RETRIED, RUN_MIGRATED)
+ALL = (
+    RUN_QUEUED,
+    RUN_STARTED,
+    *SUSPENSIONS,
+    STEP_RESUMED,
+    *SETTLING,
+    RUN_RETRIED,
+    RUN_MIGRATED,
+    RUN_PAUSED,
+    RUN_UNPAUSED,
+)
 
 # Events that trigger cron and webhook workflows (a run always references one).
 CRON_TICKED = "workflow.cron-ticked"
@@ -100,7 +112,8 @@ def with_slot(payload: dict[str, Any], key: str, priority: int) -> dict[str, Any
 
 
 def started_from(row: Any) -> dict[str, Any]:
-    """The run-started payload of a queued run, from its runs row."""
+    """The run-started payload of a queued run, from its runs row (with its
+    slot when its workflow is limited)."""
     payload = run_started(
         row.workflow_name,
         row.trigger_event_type,
@@ -109,6 +122,8 @@ def started_from(row: Any) -> dict[str, Any]:
         row.idempotency_key,
         row.definition_version,
     )
+    if row.concurrency_key is None:
+        return payload
     return with_slot(payload, row.concurrency_key, row.priority)
 
 
@@ -203,3 +218,12 @@ def run_migrated(
     if automatic:
         payload["automatic"] = True
     return payload
+
+
+def run_paused(workflow_name: str, step_index: int, by: str) -> dict[str, Any]:
+    """Paused (`by`: "run", an operator paused it; "workflow", its workflow)."""
+    return {"workflowName": workflow_name, "stepIndex": step_index, "by": by}
+
+
+def run_unpaused(workflow_name: str, step_index: int) -> dict[str, Any]:
+    return {"workflowName": workflow_name, "stepIndex": step_index}

@@ -75,7 +75,7 @@ def queued(
     c = workflow_runs.c
     q = (
         select(workflow_runs)
-        .where(_of(key), c.status == RunStatus.QUEUED)
+        .where(_of(key), c.status == RunStatus.QUEUED, c.paused_by.is_(None))
         .order_by(c.priority.desc(), c.started_position, c.run_id)
     )
     if n is not None:

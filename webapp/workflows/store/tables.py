@@ -1,7 +1,7 @@
 """Tables of the workflow runner (schema: migrations/versions/0002_workflows.py,
 0004, 0007 and 0009_workflow_versions)."""
 
-from sqlalchemy import JSON, Column, Index, Integer, String, Table
+from sqlalchemy import JSON, Boolean, Column, Index, Integer, String, Table, false
 
 from webapp.db import UTCDateTime, metadata
 
@@ -21,6 +21,8 @@ workflow_run_pending = Table(
     Column("match_expr", JSON(none_as_null=True), nullable=True),
     Column("trigger_event_type", String(150), nullable=True),
     Column("trigger_event_ref", JSON(none_as_null=True), nullable=True),
+    # Its run is paused (0010): kept, but no drain takes it until the run resumes.
+    Column("paused", Boolean, nullable=False, server_default=false()),
     Index("ix_workflow_run_pending_tenant_wake", "tenant_id", "wake_at"),
     Index("ix_workflow_run_pending_wait_type", "wait_event_type"),
     Index("ix_workflow_run_pending_tenant_wait_type", "tenant_id", "wait_event_type"),
@@ -61,6 +63,8 @@ workflow_runs = Table(
     # ("" for a workflow-wide limit; NULL: no limit) and its priority (1-5).
     Column("concurrency_key", String(200), nullable=True),
     Column("priority", Integer, nullable=True),
+    # Paused (0010): "run" (by an operator) or "workflow" (its workflow is); NULL: not.
+    Column("paused_by", String(10), nullable=True),
     Index("ix_workflow_runs_subject", "tenant_id", "subject_id"),
     Index(
         "ix_workflow_runs_slots",
@@ -105,4 +109,13 @@ workflow_slot_keys = Table(
     Column("tenant_id", String(64), primary_key=True),
     Column("workflow_name", String(200), primary_key=True),
     Column("concurrency_key", String(200), primary_key=True),
+)
+
+# Paused workflows (0010): new triggers start as Queued, open runs take no step.
+workflow_pauses = Table(
+    "workflow_pauses",
+    metadata,
+    Column("workflow_name", String(200), primary_key=True),
+    Column("paused_at", UTCDateTime(), nullable=False),
+    Column("actor", String(200), nullable=True),
 )

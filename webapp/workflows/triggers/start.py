@@ -28,7 +28,7 @@ from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import priority_of
 from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
 from webapp.workflows.dispatch.signals import schedule_advance_many
-from webapp.workflows.store import definitions, runs, slots
+from webapp.workflows.store import definitions, pauses, runs, slots
 from webapp.workflows.store import run_events as ev
 
 log = logging.getLogger("webapp.workflows")
@@ -69,11 +69,13 @@ def start_run(
     run-started joins one append just before the transaction commits, so a
     projection batch does not hold the append lock while it works. A run of a
     limited workflow (`slot`) starts only when its key has a free slot and
-    nobody queued before it; else it is queued (run-queued).
+    nobody queued before it; else it is queued (run-queued), as is every new
+    run of a paused workflow.
     """
     started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key, wf.version)
     definitions.record(conn, wf)
-    if key is None and slot is None:
+    paused = pauses.is_paused(conn, wf.name)
+    if key is None and slot is None and not paused:
         run_id = ev.run_id_for(wf.name, None)
         _defer(conn, tenant_id, run_id, started)
         return run_id
@@ -84,8 +86,11 @@ def start_run(
     event_type = ev.RUN_STARTED
     if slot is not None and wf.concurrency is not None:
         started = ev.with_slot(started, *slot)
-        if not slots.admits(conn, (tenant_id, wf.name, slot[0]), wf.concurrency):
+        if paused or not slots.admits(conn, (tenant_id, wf.name, slot[0]), wf.concurrency):
             event_type = ev.RUN_QUEUED
+    if paused:  # a paused workflow queues its new runs until it resumes
+        event_type = ev.RUN_QUEUED
+        started = {**started, "paused": True}
     try:
         with conn.begin_nested():
             append(conn, runs.stream(tenant_id, run_id), [NewEvent(event_type, started)], expected)
