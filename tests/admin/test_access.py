@@ -32,6 +32,7 @@ ROUTES = {
         for a in ("cancel", "retry", "pause", "resume", "pause-workflow", "resume-workflow")
     ],
     "admin.migrate": [("POST", f"/admin/runs/{RUN}/migrate")],
+    "admin.rerun": [("POST", f"/admin/runs/{RUN}/rerun")],
     "admin.stuck": [("GET", "/admin/stuck")],
     "admin.projections_page": [("GET", "/admin/projections")],
     "admin.retry_parked": [("POST", "/admin/projections/parked/1/retry")],

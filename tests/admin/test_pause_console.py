@@ -60,3 +60,31 @@ def test_pause_and_resume_the_workflow_from_a_run_page(
     work()
     assert sorted(r.status for r in runs("nap")) == ["suspended", "suspended"]
     assert {r.paused_by for r in runs("nap")} == {None}
+
+
+def test_rerun_from_a_step_in_the_console(admin: FlaskClient, use_workflow: Any, work: Any) -> None:
+    use_workflow(
+        wf.workflow(
+            "twice",
+            on="twice.requested",
+            steps=[
+                wf.compute("a", lambda c: 1),
+                wf.compute("b", lambda c: c["a"] + 1),
+                wf.ret(lambda c: c["b"]),
+            ],
+        )
+    )
+    emit("twice.requested", {})
+    work()
+    run = only_run("twice")
+    page = admin.get(f"/admin/runs/{run.run_id}").get_data(as_text=True)
+    assert 'name="from_step"' in page and ">1: b<" in page
+    bad = post(admin, f"/admin/runs/{run.run_id}/rerun", from_step="9")
+    assert bad.status_code == 422 and "--from-step must be" in bad.get_data(as_text=True)
+    done = post(admin, f"/admin/runs/{run.run_id}/rerun", from_step="1")
+    body = done.get_data(as_text=True)
+    assert done.status_code == 200 and f"A rerun of {run.run_id} started" in body
+    work()
+    new = next(r for r in runs("twice") if r.run_id != run.run_id)
+    assert new.status == "completed" and new.results["return"] == 2
+    assert run_events(new.run_id)[0].metadata["actor"].startswith("user:")

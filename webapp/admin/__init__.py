@@ -18,6 +18,7 @@ from webapp.admin import (
     queries,
     views_ops,
     views_queues,
+    views_rerun,
     views_runs,
     views_versions,
 )
@@ -25,7 +26,13 @@ from webapp.admin import cli as _cli  # noqa: F401  (registers `flask users gran
 
 __all__ = ["init_app"]
 
-del views_ops, views_queues, views_runs, views_versions  # imported for their routes on access.bp
+del (
+    views_ops,
+    views_queues,
+    views_rerun,
+    views_runs,
+    views_versions,
+)  # imported for their routes on access.bp
 
 
 def _status_options() -> dict[str, str]:

@@ -88,6 +88,14 @@ class RunDetail:
         return bool(self.run.status == RunStatus.FAILED)
 
     @property
+    def rerun_steps(self) -> list[int]:
+        """Steps a rerun may start from (the run's definition is registered)."""
+        wf = catalog.get(self.run.workflow_name, self.run.definition_version)
+        if wf is None or self.run.status == RunStatus.QUEUED or not self.run.trigger_event_ref:
+            return []
+        return list(range(len(wf.steps)))
+
+    @property
     def can_pause(self) -> bool:
         return bool(self.run.status in OPEN and self.run.paused_by is None)
 
