@@ -9,8 +9,8 @@ import click
 from flask.cli import AppGroup
 
 from webapp import actors, db
+from webapp.workflows import bulk, pausing, rerun
 from webapp.workflows import operations as ops
-from webapp.workflows import pausing, rerun
 from webapp.workflows import versions as vers
 from webapp.workflows.store.run_events import RunStatus
 
@@ -78,10 +78,49 @@ def show(run_id: str, as_json: bool) -> None:
         )
 
 
+def _one_or_bulk(action: str, run_id: str | None, filter_text: str | None, yes: bool) -> bool:
+    """Run the bulk form when --filter is given; False: the one-run form."""
+    if filter_text is None:
+        if run_id is None:
+            raise click.UsageError("give a RUN_ID or --filter key=value,...")
+        return False
+    if run_id is not None:
+        raise click.UsageError("give a RUN_ID or --filter, not both")
+    try:
+        f = bulk.parse_filter(filter_text)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    with db.reading() as conn:
+        ids = bulk.matching(conn, f)
+    if not yes:
+        click.echo(f"{len(ids)} runs match. Nothing was changed: add --yes to {action} them.")
+        return True
+    done, errors = bulk.apply(action, ids, actors.operator())
+    click.echo(f"{action}: {done} of {len(ids)} runs done")
+    for rid, why in list(errors.items())[:20]:
+        click.echo(f"  {rid}: {why}")
+    if len(errors) > 20:
+        click.echo(f"  ... and {len(errors) - 20} more refused")
+    return True
+
+
+_FILTER = click.option(
+    "--filter",
+    "filter_text",
+    help="status=...,workflow=...,tenant=...,started-before=...,started-after=... (ISO 8601).",
+)
+_YES = click.option("--yes", is_flag=True, help="With --filter: do it (else only count).")
+
+
 @workflows_cli.command("cancel")
-@click.argument("run_id")
-def cancel(run_id: str) -> None:
-    """Cancel a run: it never resumes."""
+@click.argument("run_id", required=False)
+@_FILTER
+@_YES
+def cancel(run_id: str | None, filter_text: str | None, yes: bool) -> None:
+    """Cancel a run (it never resumes), or every run a --filter matches."""
+    if _one_or_bulk("cancel", run_id, filter_text, yes):
+        return
+    assert run_id is not None
     try:
         ops.cancel(run_id, actor=actors.operator())
     except ops.OperationError as exc:
@@ -90,9 +129,14 @@ def cancel(run_id: str) -> None:
 
 
 @workflows_cli.command("retry")
-@click.argument("run_id")
-def retry(run_id: str) -> None:
-    """Continue a failed run from its failed step as a new attempt."""
+@click.argument("run_id", required=False)
+@_FILTER
+@_YES
+def retry(run_id: str | None, filter_text: str | None, yes: bool) -> None:
+    """Continue a failed run from its failed step as a new attempt (or --filter)."""
+    if _one_or_bulk("retry", run_id, filter_text, yes):
+        return
+    assert run_id is not None
     try:
         ops.retry(run_id, actor=actors.operator())
     except ops.OperationError as exc:
@@ -155,9 +199,14 @@ def rerun_cmd(run_id: str, from_step: str) -> None:
 
 
 @workflows_cli.command("pause")
-@click.argument("run_id")
-def pause_cmd(run_id: str) -> None:
-    """Pause a run: it takes no step until `resume RUN_ID`."""
+@click.argument("run_id", required=False)
+@_FILTER
+@_YES
+def pause_cmd(run_id: str | None, filter_text: str | None, yes: bool) -> None:
+    """Pause a run (it takes no step until `resume RUN_ID`), or every run a --filter matches."""
+    if _one_or_bulk("pause", run_id, filter_text, yes):
+        return
+    assert run_id is not None
     try:
         pausing.pause(run_id, actor=actors.operator())
     except ops.OperationError as exc:
