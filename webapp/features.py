@@ -6,12 +6,13 @@ from flask import Flask
 
 
 def init_app(app: Flask) -> None:
-    from webapp import accounts, admin, mail, privacy, profile, workflows
+    from webapp import accounts, admin, devices, mail, privacy, profile, workflows
     from webapp.mail import outbox
 
     mail.init_app(app)
     outbox.init_app(app)
     accounts.init_app(app)
+    devices.init_app(app)
     profile.init_app(app)
     workflows.init_app(app)
     privacy.init_app(app)

@@ -111,6 +111,16 @@ RULES: dict[str, tuple[Action, dict[State, tuple[str, ...] | str]]] = {
         {A: (ev.SESSIONS_REVOKED,), U: (ev.SESSIONS_REVOKED,), D: (ev.SESSIONS_REVOKED,),
          R: FROZEN, E: GENERIC},
     ),
+    "sign in on a new device": (
+        lambda a: a.sign_in_on_new_device("Chrome 120", "Linux", "203.0.113.x"),
+        {A: (ev.NEW_DEVICE_SIGNED_IN,), U: (ev.NEW_DEVICE_SIGNED_IN,),
+         D: (ev.NEW_DEVICE_SIGNED_IN,), R: FROZEN, E: "auth.login.failed"},
+    ),
+    "sign out a device": (
+        lambda a: a.sign_out_device("Chrome 120", "Linux"),
+        {A: (ev.DEVICE_SIGNED_OUT,), U: (ev.DEVICE_SIGNED_OUT,), D: (ev.DEVICE_SIGNED_OUT,),
+         R: FROZEN, E: GENERIC},
+    ),
     "change language": (
         lambda a: a.change_language("de"),
         {A: (ev.LANGUAGE_CHANGED,), U: (ev.LANGUAGE_CHANGED,), D: (ev.LANGUAGE_CHANGED,),

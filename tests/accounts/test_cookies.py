@@ -1,6 +1,7 @@
 """Cookies secure by default (issue 21, point 9): under an https `BASE_URL`
-every cookie the product sets is Secure, unless `SESSION_COOKIE_SECURE=false`
-is set explicitly (then start-up warns); under http (`make run`) none is."""
+every cookie the product sets (session, remember-me, device) is Secure, unless
+`SESSION_COOKIE_SECURE=false` is set explicitly (then start-up warns); under
+http (`make run`) none is."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def signed_in_cookies(make_config: Any, **settings: Any) -> list[str]:
             assert r.status_code in (200, 302), r.status_code
             headers += r.headers.getlist("Set-Cookie")
     names = {h.split("=", 1)[0] for h in headers}
-    assert {"session", "remember_token"} <= names, names
+    assert {"session", "remember_token", "device"} <= names, names
     return headers
 
 

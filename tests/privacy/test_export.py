@@ -93,9 +93,13 @@ def test_worker_builds_the_zip_and_only_the_owner_downloads_it(
     assert registered["password_hash"] == "[secret: not exported]"
     assert "bob@example.com" not in got.data.decode("latin-1")
     assert "bob" not in str(data)
-    assert data["sessions"] and all(
-        set(s) == {"signed_in_at", "expires_at"} for s in data["sessions"]
-    )
+    shown = {"signed_in_at", "expires_at", "last_active_at", "browser", "system", "address"}
+    assert data["sessions"] and all(set(s) == shown for s in data["sessions"])
+    assert all(s["address"] == "127.0.0.x" for s in data["sessions"])  # shortened, never full
+    assert len(data["devices"]) == 1 and set(data["devices"][0]) == {
+        "first_signed_in_at",
+        "last_signed_in_at",
+    }
     assert any(r["workflow"] == "email-verification-registered" for r in data["workflow_runs"])
     assert "bundle.json" in content["readme"]
 

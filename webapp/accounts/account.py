@@ -181,6 +181,20 @@ class Account:
     def revoke_other_sessions(self, token: str) -> Decision:
         return self._frozen() or _events((ev.SESSIONS_REVOKED, {"session_token": token}))
 
+    def sign_in_on_new_device(self, browser: str, system: str, address: str) -> Decision:
+        """Recorded with the sign-in (webapp/devices), which `sign_in` allowed."""
+        refused = self.sign_in()
+        if refused:
+            return refused
+        device = {"browser": browser, "system": system, "address": address}
+        return _events((ev.NEW_DEVICE_SIGNED_IN, device))
+
+    def sign_out_device(self, browser: str, system: str) -> Decision:
+        """One device of "Your devices" signed out by its owner."""
+        return self._frozen() or _events(
+            (ev.DEVICE_SIGNED_OUT, {"browser": browser, "system": system})
+        )
+
     def change_language(self, language: str) -> Decision:
         frozen = self._frozen()
         if frozen:

@@ -67,6 +67,16 @@ DECLARED = {
         _t("user.export-failed", "job_id", "reason"),  # a word, never personal data
         _t("user.admin-granted"),  # the console (webapp/admin); actor in the metadata
         _t("user.admin-revoked"),
+        # Your devices (webapp/devices): a sign-in from a browser the account never
+        # used (not the first one), and a device signed out from the list
+        _t(
+            "user.new-device-signed-in",
+            "browser",
+            "system",
+            "address",
+            sealed=("browser", "system", "address"),
+        ),  # fmt: skip
+        _t("user.device-signed-out", "browser", "system", sealed=("browser", "system")),
         _t("user.erased"),
     )
 }
@@ -91,6 +101,8 @@ EXPORT_COMPLETED = "user.export-completed"
 EXPORT_FAILED = "user.export-failed"
 ADMIN_GRANTED = "user.admin-granted"
 ADMIN_REVOKED = "user.admin-revoked"
+NEW_DEVICE_SIGNED_IN = "user.new-device-signed-in"
+DEVICE_SIGNED_OUT = "user.device-signed-out"
 ERASED = "user.erased"
 
 ALL = tuple(DECLARED)

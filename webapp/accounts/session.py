@@ -47,7 +47,9 @@ def load_session_user(session_id: str) -> User | None:
         user = signins.live_user(conn, user_id, secret)
     if user is None or not secrets.compare_digest(user.session_token, token):
         return None
-    return dataclasses.replace(user, sign_in=secret)
+    user = dataclasses.replace(user, sign_in=secret)
+    signins.keep_alive(user)  # "last active" of Your devices: a write a minute at most
+    return user
 
 
 def signed_in_user() -> User:

@@ -11,13 +11,25 @@ every other row of the user; an email-change revert and erasure delete them all.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import secrets
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, delete, insert, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from webapp import clock, db
 from webapp.accounts import addresses, passwords
@@ -34,6 +46,20 @@ from webapp.tenants import DEFAULT_TENANT
 log = logging.getLogger(__name__)
 
 LIFETIME = timedelta(days=30)  # as long as the remember-me cookie
+# "Last active" moves at most this often per sign-in: not a write per request.
+ACTIVE_EVERY = timedelta(minutes=1)
+
+# What else a sign-in records in its own transaction, given the new row's
+# digest: webapp/devices registers the device it came from and the new-device
+# alert. Hooks may append to the user's stream: a concurrent change of the
+# account runs the whole sign-in transaction once more.
+SignInHook = Callable[[Connection, User, str], None]
+_on_start: list[SignInHook] = []
+
+
+def on_start(hook: SignInHook) -> None:
+    if hook not in _on_start:
+        _on_start.append(hook)
 
 
 def _digest(secret: str) -> str:
@@ -48,30 +74,63 @@ def start(user: User) -> str:
     """Record a new sign-in of `user`; the secret for the browser to keep."""
     secret = secrets.token_urlsafe(32)
     now = clock.now()
+    for attempt in range(3):
+        try:
+            with db.transaction() as conn:
+                conn.execute(
+                    delete(user_sessions).where(
+                        _of_user(user.tenant_id, user.id),
+                        user_sessions.c.expires_at <= now,
+                    )
+                )
+                conn.execute(
+                    insert(user_sessions).values(
+                        digest=_digest(secret),
+                        tenant_id=user.tenant_id,
+                        user_id=user.id,
+                        created_at=now,
+                        expires_at=now + LIFETIME,
+                        last_active_at=now,
+                    )
+                )
+                for hook in _on_start:
+                    hook(conn, user, _digest(secret))
+            return secret
+        except VersionConflict:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def digest_of(secret: str) -> str:
+    """The row key of the sign-in whose browser holds `secret`."""
+    return _digest(secret)
+
+
+def keep_alive(user: User) -> None:
+    """Move "last active" of the signed-in user's sign-in, once a minute at most
+    (the session check read when it last moved)."""
+    now = clock.now()
+    seen = user.sign_in_active_at
+    if not user.sign_in or (seen is not None and now - seen < ACTIVE_EVERY):
+        return
+    c = user_sessions.c
     with db.transaction() as conn:
         conn.execute(
-            delete(user_sessions).where(
-                _of_user(user.tenant_id, user.id),
-                user_sessions.c.expires_at <= now,
+            update(user_sessions)
+            .where(
+                c.digest == _digest(user.sign_in),
+                or_(c.last_active_at.is_(None), c.last_active_at <= now - ACTIVE_EVERY),
             )
+            .values(last_active_at=now)
         )
-        conn.execute(
-            insert(user_sessions).values(
-                digest=_digest(secret),
-                tenant_id=user.tenant_id,
-                user_id=user.id,
-                created_at=now,
-                expires_at=now + LIFETIME,
-            )
-        )
-    return secret
 
 
 # The session check of every signed-in request, built once: the user, if the
 # browser's secret names a live sign-in of theirs (row there, not expired).
 _u, _s = users, user_sessions
 _LIVE_USER = (
-    select(_u)
+    select(_u, _s.c.last_active_at.label("sign_in_active_at"))
     .join(_s, and_(_s.c.tenant_id == _u.c.tenant_id, _s.c.user_id == _u.c.id))
     .where(
         _u.c.tenant_id == bindparam("tenant_id"),
@@ -88,7 +147,9 @@ def live_user(
     """The user, if `secret` names a live sign-in of theirs: one statement."""
     params = {"tenant_id": tenant_id, "user_id": user_id, "digest": _digest(secret)}
     r = conn.execute(_LIVE_USER, {**params, "now": clock.now()}).first()
-    return from_row(r) if r else None
+    if r is None:
+        return None
+    return dataclasses.replace(from_row(r), sign_in_active_at=r.sign_in_active_at)
 
 
 def end(user: User, secret: str) -> None:

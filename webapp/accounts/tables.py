@@ -62,7 +62,10 @@ Index("ix_used_tokens_user", used_tokens.c.tenant_id, used_tokens.c.user_id)
 
 # One row per sign-in (the sha256 of the secret the browser holds in its session
 # and remember-me cookie); signing out deletes it. Created by
-# migrations/versions/0005_accounts_sessions.py.
+# migrations/versions/0005_accounts_sessions.py; what "Your devices" shows of it
+# (webapp/devices) by 0011_devices.py: browser and system as read from the user
+# agent (never the agent string), the shortened address, and when it was last
+# active (moved at most once a minute).
 user_sessions = Table(
     "user_sessions",
     metadata,
@@ -71,6 +74,10 @@ user_sessions = Table(
     Column("user_id", String(36), nullable=False),
     Column("created_at", UTCDateTime(), nullable=False),
     Column("expires_at", UTCDateTime(), nullable=False),
+    Column("browser", String(64), nullable=True),
+    Column("system", String(64), nullable=True),
+    Column("address", String(64), nullable=True),
+    Column("last_active_at", UTCDateTime(), nullable=True),
 )
 Index("ix_user_sessions_user", user_sessions.c.tenant_id, user_sessions.c.user_id)
 Index("ix_user_sessions_expires", user_sessions.c.expires_at)

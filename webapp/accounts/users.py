@@ -31,6 +31,8 @@ class User:
     is_admin: bool = False  # may enter the operations console (webapp/admin)
     # The browser's sign-in (signins.py), set only on the signed-in user.
     sign_in: str = field(default="", repr=False, compare=False)
+    # When that sign-in was last active (moved at most once a minute: `signins.keep_alive`).
+    sign_in_active_at: datetime | None = field(default=None, repr=False, compare=False)
 
     # Flask-Login: the id is `<user id>:<session token>:<sign-in secret>`.
     # Rotating the session token ends every session (and remember-me cookie)

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, and_, or_, select
 from webapp.accounts import account, change_email, change_password, deletion, registration, reset
 from webapp.accounts import events as ev
 from webapp.accounts.users import User
+from webapp.devices import alert as device_alert
 from webapp.eventstore.tables import events
 from webapp.mail.outbox.tables import mail_outbox
 from webapp.privacy import mails
@@ -49,6 +50,8 @@ EVENT_TEXTS = {
     ev.EXPORT_FAILED: "privacy.activity.exportFailed",
     ev.RESTRICTED: "privacy.activity.restricted",
     ev.RESTRICTION_LIFTED: "privacy.activity.restrictionLifted",
+    ev.NEW_DEVICE_SIGNED_IN: "privacy.activity.newDeviceSignedIn",
+    ev.DEVICE_SIGNED_OUT: "privacy.activity.deviceSignedOut",
 }
 
 # outbox kind -> the mail we sent
@@ -67,6 +70,7 @@ MAIL_TEXTS = {
     mails.EXPORT_READY: "privacy.activity.mail.exportReady",
     mails.EXPORT_FAILED: "privacy.activity.mail.exportFailed",
     deletion.DELETION_LINK: "privacy.activity.mail.deletionLink",
+    device_alert.NEW_DEVICE_MAIL: "privacy.activity.mail.newDevice",
 }
 
 

@@ -21,6 +21,7 @@ from webapp import clock
 from webapp.accounts import crypto
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User, stream_of
+from webapp.devices import known
 from webapp.eventstore import Event, read_stream
 from webapp.workflows.store import queries as run_queries
 from webapp.workflows.store import runs as run_streams
@@ -81,13 +82,25 @@ def _runs(conn: Connection, user: User) -> list[dict[str, Any]]:
 
 
 def _sessions(conn: Connection, user: User) -> list[dict[str, Any]]:
+    """The browsers signed in now, as Your devices lists them (no secret)."""
+    s = user_sessions.c
     rows = conn.execute(
-        select(user_sessions.c.created_at, user_sessions.c.expires_at)
-        .where(user_sessions.c.tenant_id == user.tenant_id, user_sessions.c.user_id == user.id)
-        .where(user_sessions.c.expires_at > clock.now())
-        .order_by(user_sessions.c.created_at)
+        select(s.created_at, s.expires_at, s.last_active_at, s.browser, s.system, s.address)
+        .where(s.tenant_id == user.tenant_id, s.user_id == user.id)
+        .where(s.expires_at > clock.now())
+        .order_by(s.created_at)
     )
-    return [{"signed_in_at": _iso(r.created_at), "expires_at": _iso(r.expires_at)} for r in rows]
+    return [
+        {
+            "signed_in_at": _iso(r.created_at),
+            "expires_at": _iso(r.expires_at),
+            "last_active_at": _iso(r.last_active_at),
+            "browser": r.browser,
+            "system": r.system,
+            "address": r.address,
+        }
+        for r in rows
+    ]
 
 
 def bundle(conn: Connection, user: User) -> dict[str, Any]:
@@ -108,6 +121,7 @@ def bundle(conn: Connection, user: User) -> dict[str, Any]:
         ],
         "workflow_runs": _runs(conn, user),
         "sessions": _sessions(conn, user),
+        "devices": known.of_user(conn, user),
     }
 
 

@@ -30,6 +30,8 @@ from webapp import danger_zone, pages, sections
 from webapp import forms as forms_core
 from webapp.accounts import change_email, change_password, language, registration, signins
 from webapp.accounts.session import refresh_session, signed_in_user
+from webapp.devices import section as devices_section
+from webapp.devices.listing import Listing
 from webapp.profile import forms
 from webapp.render_cache import RenderCache
 from webapp.sections import Screen, View
@@ -37,17 +39,20 @@ from webapp.sections import Screen, View
 bp = Blueprint("profile", __name__, url_prefix="/profile")
 pages.no_store(bp)
 
-SECTIONS = ("account", "password", "email", "danger")
+SECTIONS = ("account", "devices", "password", "email", "danger")
 
 
 def _fragment(section: str | None) -> str | None:
     if section == danger_zone.SECTION:
         return "_danger_zone.html"
+    if section == devices_section.SECTION:
+        return devices_section.TEMPLATE
     return f"profile/_{section}.html" if section else None
 
 
-def respond(view: View, status: int = 200) -> Response:
-    """The profile's page or one section of it (webapp/pages.py decides which)."""
+def respond(view: View, status: int = 200, devices: Listing | None = None) -> Response:
+    """The profile's page or one section of it (webapp/pages.py decides which).
+    `devices`: the device list when the caller read it already (read when shown)."""
     return pages.render(
         "profile/page.html",
         _fragment(view.section),
@@ -57,11 +62,13 @@ def respond(view: View, status: int = 200) -> Response:
         status=status,
         v=view,
         user=view.user,
+        devices=devices or devices_section.listing(),
     )
 
 
 PROFILE = Screen(respond, forms.blank)
 danger_zone.add_routes(bp, PROFILE)
+devices_section.add_routes(bp, PROFILE)
 
 # The page as a plain GET shows it (nothing submitted, no banner): one
 # rendering per browser session, at most this many per app (about 8 KB each).
@@ -75,15 +82,20 @@ def blank_page(view: View) -> Response:
     no autofocus). The browser session is its CSRF secret, which the page's
     tokens are signed from; before it has one, the render makes it. The page
     (nav included) may show only what the account's row, the app's config and
-    the language determine; anything else goes into the key."""
+    the language determine; anything else goes into the key: the device list
+    (Your devices: other browsers sign in and out without an event of the
+    account), read once for the key and the render."""
     csrf_secret = session.get(current_app.config["WTF_CSRF_FIELD_NAME"])
+    devices = devices_section.listing()
     if not csrf_secret:
-        return respond(view)
+        return respond(view, devices=devices)
     user = view.user
     owner = (user.tenant_id, user.id, csrf_secret, forms_core.is_fragment())
-    version = (user.version, str(get_locale()))
+    version = (user.version, str(get_locale()), devices.stamp)
     kept: RenderCache = current_app.extensions["profile.blank_pages"]
-    html = kept.get_or_render(owner, version, lambda: Markup(respond(view).get_data(as_text=True)))
+    html = kept.get_or_render(
+        owner, version, lambda: Markup(respond(view, devices=devices).get_data(as_text=True))
+    )
     resp = make_response(str(html), 200)
     resp.vary.add("HX-Request")  # as pages.render answers
     return resp
