@@ -68,6 +68,13 @@ DECLARED = {
         _t("user.admin-granted"),  # the console (webapp/admin); actor in the metadata
         _t("user.admin-revoked"),
         _t("user.erased"),
+        # Second factors (accounts/factors): secrets and code hashes are sealed,
+        # so erasure shreds them; the export never shows them.
+        _t("user.totp-added", "factor_id", "name", "secret", sealed=("secret",)),
+        _t("user.totp-removed", "factor_id"),
+        _t("user.recovery-codes-generated", "batch", "hashes", sealed=("hashes",)),
+        _t("user.recovery-code-used", "batch", "number"),
+        _t("user.factors-reset"),  # by an operator (the event's actor)
     )
 }
 
@@ -92,6 +99,11 @@ EXPORT_FAILED = "user.export-failed"
 ADMIN_GRANTED = "user.admin-granted"
 ADMIN_REVOKED = "user.admin-revoked"
 ERASED = "user.erased"
+TOTP_ADDED = "user.totp-added"
+TOTP_REMOVED = "user.totp-removed"
+RECOVERY_CODES_GENERATED = "user.recovery-codes-generated"
+RECOVERY_CODE_USED = "user.recovery-code-used"
+FACTORS_RESET = "user.factors-reset"
 
 ALL = tuple(DECLARED)
 

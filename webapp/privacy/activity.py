@@ -22,6 +22,7 @@ from sqlalchemy import Connection, and_, or_, select
 
 from webapp.accounts import account, change_email, change_password, deletion, registration, reset
 from webapp.accounts import events as ev
+from webapp.accounts.factors import reset as factors_reset
 from webapp.accounts.users import User
 from webapp.eventstore.tables import events
 from webapp.mail.outbox.tables import mail_outbox
@@ -49,6 +50,11 @@ EVENT_TEXTS = {
     ev.EXPORT_FAILED: "privacy.activity.exportFailed",
     ev.RESTRICTED: "privacy.activity.restricted",
     ev.RESTRICTION_LIFTED: "privacy.activity.restrictionLifted",
+    ev.TOTP_ADDED: "privacy.activity.totpAdded",
+    ev.TOTP_REMOVED: "privacy.activity.totpRemoved",
+    ev.RECOVERY_CODES_GENERATED: "privacy.activity.recoveryCodesGenerated",
+    ev.RECOVERY_CODE_USED: "privacy.activity.recoveryCodeUsed",
+    ev.FACTORS_RESET: "privacy.activity.factorsReset",
 }
 
 # outbox kind -> the mail we sent
@@ -67,6 +73,7 @@ MAIL_TEXTS = {
     mails.EXPORT_READY: "privacy.activity.mail.exportReady",
     mails.EXPORT_FAILED: "privacy.activity.mail.exportFailed",
     deletion.DELETION_LINK: "privacy.activity.mail.deletionLink",
+    factors_reset.FACTORS_RESET_MAIL: "privacy.activity.mail.factorsReset",
 }
 
 

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, select
 
 from webapp import clock
 from webapp.accounts import crypto
+from webapp.accounts.factors import store as factor_store
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User, stream_of
 from webapp.eventstore import Event, read_stream
@@ -29,7 +30,8 @@ UNAVAILABLE = "[encrypted:unavailable]"
 SECRET = "[secret: not exported]"
 # Credentials are never exported, not even to their owner: a stolen ZIP must
 # not sign anyone in.
-SECRET_FIELDS = frozenset({"password_hash", "session_token"})
+# The authenticator app's secret and the recovery codes' hashes neither.
+SECRET_FIELDS = frozenset({"password_hash", "session_token", "secret", "hashes"})
 
 
 def file_name(job_id: str) -> str:
@@ -90,6 +92,19 @@ def _sessions(conn: Connection, user: User) -> list[dict[str, Any]]:
     return [{"signed_in_at": _iso(r.created_at), "expires_at": _iso(r.expires_at)} for r in rows]
 
 
+def _factors(conn: Connection, user: User) -> list[dict[str, Any]]:
+    """Each second factor: its type, name, when added and last used; never its secret."""
+    return [
+        {
+            "type": f.kind,
+            "name": f.name,
+            "created_at": _iso(f.created_at),
+            "last_used_at": _iso(f.last_used_at),
+        }
+        for f in factor_store.factors_of(conn, user)
+    ]
+
+
 def bundle(conn: Connection, user: User) -> dict[str, Any]:
     """Everything the product keeps about `user`, readable."""
     return {
@@ -108,6 +123,7 @@ def bundle(conn: Connection, user: User) -> dict[str, Any]:
         ],
         "workflow_runs": _runs(conn, user),
         "sessions": _sessions(conn, user),
+        "factors": _factors(conn, user),
     }
 
 

@@ -13,6 +13,7 @@ from webapp import danger_zone
 from webapp.accounts import addresses
 from webapp.accounts.forms import email_problem, policy_problem
 from webapp.forms import Form, check, current_password, required
+from webapp.profile import factors
 
 
 class AccountForm(Form):
@@ -62,6 +63,8 @@ def blank(section: str, deletion_requested: bool = False) -> Form:
     """The empty form a section shows when it was not the one submitted."""
     if section == danger_zone.SECTION:
         return danger_zone.blank(deletion_requested)
+    if section == factors.SECTION:
+        return factors.blank()
     forms: dict[str, type[Form]] = {
         "account": AccountForm,
         "password": PasswordForm,
