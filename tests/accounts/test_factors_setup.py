@@ -23,7 +23,9 @@ def section(r: Any) -> str:
     return str(r.get_data(as_text=True))
 
 
-def test_set_up_shows_qr_and_key_and_one_code_confirms_it(client: Any, user: Any, clock: Any) -> None:
+def test_set_up_shows_qr_and_key_and_one_code_confirms_it(
+    client: Any, clock: Any, user: Any
+) -> None:
     page = section(post(client, "/profile/factors/totp/start", htmx=True))
     assert 'src="data:image/svg+xml' in page and 'data-testid="totp-qr"' in page
     assert "alt=" in page.partition('data-testid="totp-qr"')[0].rpartition("<img")[2]
@@ -42,7 +44,7 @@ def test_set_up_shows_qr_and_key_and_one_code_confirms_it(client: Any, user: Any
 
 
 def test_secret_is_sealed_in_event_and_table_and_codes_only_hashed(
-    client: Any, user: Any, clock: Any
+    client: Any, clock: Any, user: Any
 ) -> None:
     secret, codes = set_up(client)
     with db.reading() as conn:
@@ -60,7 +62,7 @@ def test_secret_is_sealed_in_event_and_table_and_codes_only_hashed(
 
 
 def test_wrong_code_and_code_from_another_secret_are_refused(
-    client: Any, user: Any, clock: Any
+    client: Any, clock: Any, user: Any
 ) -> None:
     secret = start(client)
     other = pyotp.random_base32(32)
@@ -74,7 +76,7 @@ def test_wrong_code_and_code_from_another_secret_are_refused(
 
 
 def test_garbage_overlong_and_missing_codes_get_the_forms_errors(
-    client: Any, user: Any, clock: Any
+    client: Any, clock: Any, user: Any
 ) -> None:
     start(client)
     for value, message in (
@@ -112,7 +114,7 @@ def test_signed_out_cannot_reach_the_section(app: Any) -> None:
 
 
 def test_download_gives_the_codes_as_txt_and_refuses_anything_else(
-    client: Any, user: Any, clock: Any
+    client: Any, clock: Any, user: Any
 ) -> None:
     _, codes = set_up(client)
     token_page = "/profile"
@@ -131,7 +133,7 @@ def test_download_gives_the_codes_as_txt_and_refuses_anything_else(
         assert r.status_code == 422 and "<script>" not in r.get_data(as_text=True)
 
 
-def test_generate_new_codes_voids_the_old_ones(client: Any, user: Any, clock: Any) -> None:
+def test_generate_new_codes_voids_the_old_ones(client: Any, clock: Any, user: Any) -> None:
     _, old = set_up(client)
     r = post(client, "/profile/factors/recovery-codes", htmx=True)
     assert r.status_code == 200 and "The old ones no longer work" in section(r)
@@ -141,13 +143,13 @@ def test_generate_new_codes_voids_the_old_ones(client: Any, user: Any, clock: An
         assert len(conn.execute(select(recovery_codes.c.batch).distinct()).scalars().all()) == 1
 
 
-def test_a_second_set_up_is_refused_while_one_is_on(client: Any, user: Any, clock: Any) -> None:
+def test_a_second_set_up_is_refused_while_one_is_on(client: Any, clock: Any, user: Any) -> None:
     set_up(client)
     r = post(client, "/profile/factors/totp/start", htmx=True)
     assert r.status_code == 422 and "already set up" in section(r)
 
 
-def test_turning_off_needs_the_password_and_a_code(client: Any, user: Any, clock: Any) -> None:
+def test_turning_off_needs_the_password_and_a_code(client: Any, clock: Any, user: Any) -> None:
     secret, codes = set_up(client)
     next_step(clock)
 
@@ -172,7 +174,7 @@ def test_turning_off_needs_the_password_and_a_code(client: Any, user: Any, clock
     assert "Set up authenticator app" in section(r)
 
 
-def test_turning_off_with_a_recovery_code(client: Any, user: Any, clock: Any) -> None:
+def test_turning_off_with_a_recovery_code(client: Any, clock: Any, user: Any) -> None:
     _, codes = set_up(client)
     r = post(
         client, "/profile/factors/totp/off", htmx=True, current_password=PASSWORD, code=codes[3]
