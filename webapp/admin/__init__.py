@@ -1,4 +1,5 @@
-"""The operations console under /admin: runs, stuck runs, projections, queues.
+"""The operations console under /admin: runs, stuck runs, projections, queues,
+accounts (state, and whether there is a second factor).
 
 Only admins (`users.is_admin`, set with `flask users grant-admin EMAIL`) see
 it; everyone else gets 404 for every /admin URL (access.py). Reads are small
@@ -12,12 +13,20 @@ from typing import Any
 from flask import Flask, current_app
 from flask_babel import gettext
 
-from webapp.admin import access, present, queries, views_ops, views_queues, views_runs
+from webapp.admin import (
+    access,
+    present,
+    queries,
+    views_accounts,
+    views_ops,
+    views_queues,
+    views_runs,
+)
 from webapp.admin import cli as _cli  # noqa: F401  (registers `flask users grant-admin|revoke-admin`)
 
 __all__ = ["init_app"]
 
-del views_ops, views_queues, views_runs  # imported for their routes on access.bp
+del views_accounts, views_ops, views_queues, views_runs  # imported for their routes on access.bp
 
 
 def _status_options() -> dict[str, str]:
