@@ -1,4 +1,5 @@
-"""Second factors: the authenticator app (TOTP) and its recovery codes.
+"""Second factors: the authenticator app (TOTP) and its recovery codes, and what
+the profile shows of them on the `users` row.
 
 Revision ID: 0009_factors
 """
@@ -15,6 +16,12 @@ TS = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
+    # What the profile shows of them, on the account's row (kept by its projection).
+    with op.batch_alter_table("users") as batch:
+        batch.add_column(sa.Column("totp_since", TS, nullable=True))
+        batch.add_column(
+            sa.Column("recovery_codes_left", sa.Integer, nullable=False, server_default="0")
+        )
     op.create_table(
         "user_factors",
         sa.Column("id", sa.String(36), primary_key=True),
@@ -43,6 +50,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("users") as batch:
+        batch.drop_column("recovery_codes_left")
+        batch.drop_column("totp_since")
     op.drop_index("ix_recovery_codes_user", table_name="recovery_codes")
     op.drop_table("recovery_codes")
     op.drop_index("ix_user_factors_user", table_name="user_factors")

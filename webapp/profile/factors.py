@@ -8,6 +8,7 @@ the profile `Screen` like every section; the rules are accounts/factors'."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from flask import Blueprint, Response, g, make_response, request
 from flask_babel import gettext
@@ -16,7 +17,7 @@ from flask_login import login_required
 from webapp import db, sections
 from webapp.accounts import ratelimit, reauth
 from webapp.accounts.credentials import check_password
-from webapp.accounts.factors import commands, recovery, store, totp
+from webapp.accounts.factors import commands, recovery, totp
 from webapp.accounts.factors.forms import ConfirmSetupForm, FactorsForm, ReauthForm, TurnOffForm
 from webapp.accounts.result import INVALID_CREDENTIALS, Result
 from webapp.accounts.session import signed_in_user
@@ -42,12 +43,15 @@ class Setup:
 
 @dataclass(frozen=True)
 class State:
-    """What the section shows, read when it renders."""
+    """What the section shows, from the account's row (the page renders from
+    the row alone) and, in the answers that need them, the set-up in
+    progress and the codes just made."""
 
-    totp: store.Factor | None
+    on: bool  # the authenticator app is on
+    since: datetime | None
     codes_left: int
     fresh: bool
-    setup: Setup | None  # a set-up in progress (only in the answer that started it)
+    setup: Setup | None  # a set-up in progress (only in the answers of the set-up)
     codes: list[str] | None  # codes just made: shown once, never again
     reauth: Form
     confirm: Form
@@ -59,19 +63,21 @@ def blank() -> Form:
 
 
 def state(user: User, form: Form | None) -> State:
-    with db.reading() as conn:
-        factor = store.totp_of(conn, user)
-        left = store.codes_left(conn, user)
-        secret = commands.setup_secret(conn, user) if g.get("factors_setup") else None
-    setup = Setup(totp.grouped(secret), commands.setup_qr(user, secret)) if secret else None
+    setup = None
+    if g.get("factors_setup"):
+        with db.reading() as conn:
+            secret = commands.setup_secret(conn, user)
+        if secret:
+            setup = Setup(totp.grouped(secret), commands.setup_qr(user, secret))
     codes = g.get("factors_codes")
 
     def answered(kind: type[Form]) -> Form:
         return form if isinstance(form, kind) else kind()
 
     return State(
-        factor,
-        left,
+        user.totp_since is not None,
+        user.totp_since,
+        user.recovery_codes_left,
         reauth.is_fresh(),
         setup,
         [recovery.shown(c) for c in codes] if codes else None,
