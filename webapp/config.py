@@ -167,6 +167,7 @@ class Config:
     password_min_length: int = 15
     account_deletion_grace_days: int = 14
     unverified_account_days: int = 7  # never-verified accounts are erased after this
+    reauth_seconds: int = 300  # a proof of identity this recent lets factor changes through
     # privacy center: where export ZIPs are kept, and how long a download works
     export_dir: Path | None = None  # None: <instance>/exports
     export_valid_days: int = 7
@@ -230,6 +231,7 @@ class Config:
             password_min_length=_int(env, "PASSWORD_MIN_LENGTH", 15, 8, 128),
             account_deletion_grace_days=_int(env, "ACCOUNT_DELETION_GRACE_DAYS", 14, 0, 3650),
             unverified_account_days=_int(env, "UNVERIFIED_ACCOUNT_DAYS", 7, 1, 365),
+            reauth_seconds=_int(env, "REAUTH_SECONDS", 300, 30, 86400),
             export_dir=Path(env["EXPORT_DIR"]).resolve() if env.get("EXPORT_DIR") else None,
             export_valid_days=_int(env, "EXPORT_VALID_DAYS", 7, 1, 90),
             argon2_time_cost=_int(env, "ARGON2_TIME_COST", 3, 2, 100),

@@ -40,6 +40,7 @@ ROUTES = {
     "admin.queues": [("GET", "/admin/queues")],
     "admin.retry_mail": [("POST", "/admin/queues/mails/1/retry")],
     "admin.retry_all_mails": [("POST", "/admin/queues/mails/retry-all")],
+    "admin.accounts": [("GET", "/admin/accounts"), ("GET", "/admin/accounts?email=a@b.c")],
 }
 ALL = [(m, u) for urls in ROUTES.values() for m, u in urls]
 # Not routes, but must not tell a stranger anything either: a wrong method (405),

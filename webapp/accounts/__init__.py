@@ -1,6 +1,7 @@
 """The accounts feature: the `Account` and its rules (account.py), one module
 per capability (registration, change_email, change_password, reset, signins,
-language, deletion, restriction, erase_accounts), the user stream's one event
+language, deletion, restriction, erase_accounts; second factors in
+factors/, re-authentication in reauth.py), the user stream's one event
 declaration (events.py) and the `users` table's one writer (projection.py).
 Code map: docs/accounts.md."""
 
@@ -11,6 +12,7 @@ def init_app(app: Flask) -> None:
     """Register this feature's routes, projections and jobs."""
     from webapp.accounts import (
         erase_accounts,
+        factors,
         i18n,
         projection,
         ratelimit,
@@ -27,6 +29,7 @@ def init_app(app: Flask) -> None:
     session.init_app(app)
     views.init_app(app)
     reset_views.init_app(app)
+    factors.init_app(app)
     _register_verification_workflow()
 
 

@@ -288,6 +288,23 @@ class Account:
         """Whether the worker may build an export (or any processing) now."""
         return self.state not in (State.RESTRICTED, State.ERASED)
 
+    # --- second factors (accounts/factors) -------------------------------------
+    def change_factors(self, changes: tuple[NewEvent, ...]) -> Decision:
+        """Its owner adds or removes a factor or takes new recovery codes."""
+        return self._frozen() or changes
+
+    def use_recovery_code(self, batch: str, number: int) -> Decision:
+        """At sign-in, after the password: allowed whenever signing in is."""
+        refused = self.sign_in()
+        used = (ev.RECOVERY_CODE_USED, {"batch": batch, "number": number})
+        return refused if refused else _events(used)
+
+    def reset_factors(self) -> Decision:
+        """By an operator, for an account that lost every factor."""
+        if self.user is None:
+            return Refusal("no such account")
+        return _events((ev.FACTORS_RESET, {}))
+
     # --- the console ----------------------------------------------------------
     def set_admin(self, admin: bool) -> Decision:
         if self.user is None:

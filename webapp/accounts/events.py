@@ -78,6 +78,13 @@ DECLARED = {
         ),  # fmt: skip
         _t("user.device-signed-out", "browser", "system", sealed=("browser", "system")),
         _t("user.erased"),
+        # Second factors (accounts/factors): secrets and code hashes are sealed,
+        # so erasure shreds them; the export never shows them.
+        _t("user.totp-added", "factor_id", "name", "secret", sealed=("secret",)),
+        _t("user.totp-removed", "factor_id"),
+        _t("user.recovery-codes-generated", "batch", "hashes", sealed=("hashes",)),
+        _t("user.recovery-code-used", "batch", "number"),
+        _t("user.factors-reset"),  # by an operator (the event's actor)
     )
 }
 
@@ -104,6 +111,11 @@ ADMIN_REVOKED = "user.admin-revoked"
 NEW_DEVICE_SIGNED_IN = "user.new-device-signed-in"
 DEVICE_SIGNED_OUT = "user.device-signed-out"
 ERASED = "user.erased"
+TOTP_ADDED = "user.totp-added"
+TOTP_REMOVED = "user.totp-removed"
+RECOVERY_CODES_GENERATED = "user.recovery-codes-generated"
+RECOVERY_CODE_USED = "user.recovery-code-used"
+FACTORS_RESET = "user.factors-reset"
 
 ALL = tuple(DECLARED)
 

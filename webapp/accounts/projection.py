@@ -23,6 +23,7 @@ from webapp.accounts import (
     signins,
 )
 from webapp.accounts import events as ev
+from webapp.accounts.factors import row as factors_row
 from webapp.accounts.stream import RowChange
 from webapp.accounts.tables import users
 from webapp.eventstore import Event, register_inline
@@ -41,6 +42,7 @@ ROW_CHANGES: dict[str, RowChange] = {
     **language.ROW_CHANGES,
     **deletion.ROW_CHANGES,
     **restriction.ROW_CHANGES,
+    **factors_row.ROW_CHANGES,
     **_CONSOLE,
 }
 

@@ -30,6 +30,7 @@ LIMITS = {
     "login-ip": "30 per minute",  # sign-in attempts per client address
     "login-account": "5 per 5 minutes",  # failed sign-ins per account (address typed)
     "password-check": "5 per minute",  # failed current-password checks per signed-in user
+    "second-factor": "5 per 5 minutes",  # failed second-factor codes per account
     "register-ip": "20 per minute",  # registrations per client address
     "reset-ip": "20 per hour",  # "Forgot password?" requests per client address
     "reset-account": "3 per hour",  # reset links per address typed (more: no mail)

@@ -34,6 +34,9 @@ users = Table(
     Column("version", Integer, nullable=False),
     # May enter the operations console (webapp/admin; migration 0007_admin).
     Column("is_admin", Boolean, nullable=False, default=False, server_default=false()),
+    # Second factors, as the profile shows them (accounts/factors; migration 0012_factors).
+    Column("totp_since", UTCDateTime(), nullable=True),
+    Column("recovery_codes_left", Integer, nullable=False, default=0, server_default="0"),
     UniqueConstraint("tenant_id", "email", name="uq_users_tenant_email"),
 )
 Index("ix_users_status_due", users.c.status, users.c.deletion_due_at)

@@ -29,6 +29,8 @@ class User:
     created_at: datetime
     version: int
     is_admin: bool = False  # may enter the operations console (webapp/admin)
+    totp_since: datetime | None = None  # the authenticator app is on (accounts/factors)
+    recovery_codes_left: int = 0
     # The browser's sign-in (signins.py), set only on the signed-in user.
     sign_in: str = field(default="", repr=False, compare=False)
     # When that sign-in was last active (moved at most once a minute: `signins.keep_alive`).
@@ -68,6 +70,8 @@ def from_row(r: Any) -> User:
         created_at=r.created_at,
         version=r.version,
         is_admin=bool(r.is_admin),
+        totp_since=r.totp_since,
+        recovery_codes_left=int(r.recovery_codes_left or 0),
     )
 
 

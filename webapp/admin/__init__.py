@@ -1,4 +1,5 @@
-"""The operations console under /admin: runs, stuck runs, projections, queues.
+"""The operations console under /admin: runs, stuck runs, projections, queues,
+accounts (state, and whether there is a second factor).
 
 Only admins (`users.is_admin`, set with `flask users grant-admin EMAIL`) see
 it; everyone else gets 404 for every /admin URL (access.py). Reads are small
@@ -16,6 +17,7 @@ from webapp.admin import (
     access,
     present,
     queries,
+    views_accounts,
     views_ops,
     views_queues,
     views_rerun,
@@ -27,6 +29,7 @@ from webapp.admin import cli as _cli  # noqa: F401  (registers `flask users gran
 __all__ = ["init_app"]
 
 del (
+    views_accounts,
     views_ops,
     views_queues,
     views_rerun,

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, and_, or_, select
 
 from webapp.accounts import account, change_email, change_password, deletion, registration, reset
 from webapp.accounts import events as ev
+from webapp.accounts.factors import reset as factors_reset
 from webapp.accounts.users import User
 from webapp.devices import alert as device_alert
 from webapp.eventstore.tables import events
@@ -52,6 +53,11 @@ EVENT_TEXTS = {
     ev.RESTRICTION_LIFTED: "privacy.activity.restrictionLifted",
     ev.NEW_DEVICE_SIGNED_IN: "privacy.activity.newDeviceSignedIn",
     ev.DEVICE_SIGNED_OUT: "privacy.activity.deviceSignedOut",
+    ev.TOTP_ADDED: "privacy.activity.totpAdded",
+    ev.TOTP_REMOVED: "privacy.activity.totpRemoved",
+    ev.RECOVERY_CODES_GENERATED: "privacy.activity.recoveryCodesGenerated",
+    ev.RECOVERY_CODE_USED: "privacy.activity.recoveryCodeUsed",
+    ev.FACTORS_RESET: "privacy.activity.factorsReset",
 }
 
 # outbox kind -> the mail we sent
@@ -71,6 +77,7 @@ MAIL_TEXTS = {
     mails.EXPORT_FAILED: "privacy.activity.mail.exportFailed",
     deletion.DELETION_LINK: "privacy.activity.mail.deletionLink",
     device_alert.NEW_DEVICE_MAIL: "privacy.activity.mail.newDevice",
+    factors_reset.FACTORS_RESET_MAIL: "privacy.activity.mail.factorsReset",
 }
 
 

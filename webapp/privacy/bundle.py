@@ -19,6 +19,7 @@ from sqlalchemy import Connection, select
 
 from webapp import clock
 from webapp.accounts import crypto
+from webapp.accounts.factors import store as factor_store
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User, stream_of
 from webapp.devices import known
@@ -30,7 +31,8 @@ UNAVAILABLE = "[encrypted:unavailable]"
 SECRET = "[secret: not exported]"
 # Credentials are never exported, not even to their owner: a stolen ZIP must
 # not sign anyone in.
-SECRET_FIELDS = frozenset({"password_hash", "session_token"})
+# The authenticator app's secret and the recovery codes' hashes neither.
+SECRET_FIELDS = frozenset({"password_hash", "session_token", "secret", "hashes"})
 
 
 def file_name(job_id: str) -> str:
@@ -103,6 +105,19 @@ def _sessions(conn: Connection, user: User) -> list[dict[str, Any]]:
     ]
 
 
+def _factors(conn: Connection, user: User) -> list[dict[str, Any]]:
+    """Each second factor: its type, name, when added and last used; never its secret."""
+    return [
+        {
+            "type": f.kind,
+            "name": f.name,
+            "created_at": _iso(f.created_at),
+            "last_used_at": _iso(f.last_used_at),
+        }
+        for f in factor_store.factors_of(conn, user)
+    ]
+
+
 def bundle(conn: Connection, user: User) -> dict[str, Any]:
     """Everything the product keeps about `user`, readable."""
     return {
@@ -122,6 +137,7 @@ def bundle(conn: Connection, user: User) -> dict[str, Any]:
         "workflow_runs": _runs(conn, user),
         "sessions": _sessions(conn, user),
         "devices": known.of_user(conn, user),
+        "factors": _factors(conn, user),
     }
 
 

@@ -14,6 +14,7 @@ from webapp.accounts import addresses
 from webapp.accounts.forms import email_problem, policy_problem
 from webapp.devices import section as devices_section
 from webapp.forms import Form, check, current_password, required
+from webapp.profile import factors
 
 
 class AccountForm(Form):
@@ -65,6 +66,8 @@ def blank(section: str, deletion_requested: bool = False) -> Form:
         return danger_zone.blank(deletion_requested)
     if section == devices_section.SECTION:
         return devices_section.blank()
+    if section == factors.SECTION:
+        return factors.blank()
     forms: dict[str, type[Form]] = {
         "account": AccountForm,
         "password": PasswordForm,

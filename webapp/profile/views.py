@@ -1,4 +1,4 @@
-"""The profile screen: one page, four sections, each its own form.
+"""The profile screen: one page, five sections, each its own form(s).
 
 One URL per command, two renderings: an htmx request gets the section fragment
 (plus out-of-band fragments and the live region's message), anything else the
@@ -28,18 +28,18 @@ from markupsafe import Markup
 
 from webapp import danger_zone, pages, sections
 from webapp import forms as forms_core
-from webapp.accounts import change_email, change_password, language, registration, signins
+from webapp.accounts import change_email, change_password, language, reauth, registration, signins
 from webapp.accounts.session import refresh_session, signed_in_user
 from webapp.devices import section as devices_section
 from webapp.devices.listing import Listing
-from webapp.profile import forms
+from webapp.profile import factors, forms
 from webapp.render_cache import RenderCache
 from webapp.sections import Screen, View
 
 bp = Blueprint("profile", __name__, url_prefix="/profile")
 pages.no_store(bp)
 
-SECTIONS = ("account", "devices", "password", "email", "danger")
+SECTIONS = ("account", "devices", "password", "email", factors.SECTION, "danger")
 
 
 def _fragment(section: str | None) -> str | None:
@@ -69,6 +69,13 @@ def respond(view: View, status: int = 200, devices: Listing | None = None) -> Re
 PROFILE = Screen(respond, forms.blank)
 danger_zone.add_routes(bp, PROFILE)
 devices_section.add_routes(bp, PROFILE)
+factors.add_routes(bp, PROFILE)
+
+
+@bp.context_processor
+def _factors() -> dict[str, object]:
+    return {"factors_state": factors.state}  # called by the section when it renders
+
 
 # The page as a plain GET shows it (nothing submitted, no banner): one
 # rendering per browser session, at most this many per app (about 8 KB each).
@@ -91,7 +98,8 @@ def blank_page(view: View) -> Response:
         return respond(view, devices=devices)
     user = view.user
     owner = (user.tenant_id, user.id, csrf_secret, forms_core.is_fragment())
-    version = (user.version, str(get_locale()), devices.stamp)
+    # The factors section also shows whether the proof of identity is fresh.
+    version = (user.version, str(get_locale()), devices.stamp, reauth.is_fresh())
     kept: RenderCache = current_app.extensions["profile.blank_pages"]
     html = kept.get_or_render(
         owner, version, lambda: Markup(respond(view, devices=devices).get_data(as_text=True))
@@ -192,6 +200,7 @@ SECTION_OF = {
     "resend_verification": "account",
     "sessions": "account",
     "language": "account",
+    **factors.ENDPOINTS,
 }
 
 

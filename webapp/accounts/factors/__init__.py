@@ -1,0 +1,21 @@
+"""Second factors: the authenticator app (TOTP, totp.py), recovery codes
+(recovery.py), the sign-in's second step (second_step.py, signin_views.py)
+and the operator's reset (reset.py, cli.py). The commands (commands.py)
+append the factor events to the user's stream (accounts/events.py); their
+projection (projection.py) keeps `user_factors` and `recovery_codes`
+(tables.py). The profile's section is webapp/profile/factors.py. Re-
+authentication freshness, which these actions need, is accounts/reauth.py.
+See docs/accounts.md, "Two-step verification"."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from webapp.accounts.factors import cli, projection, signin_views, tables
+
+del cli, tables  # imported for their registrations (the command, the tables)
+
+
+def init_app(app: Flask) -> None:
+    projection.register()
+    signin_views.init_app(app)
