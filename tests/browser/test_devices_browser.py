@@ -49,7 +49,7 @@ def lands_on_login(page: Any, server: str) -> None:
 
 
 def test_sign_out_a_device_and_its_next_request_lands_on_login(
-    new_page: Callable[..., Any], server: str
+    new_page: Callable[..., Any], server: str, clock: Any
 ) -> None:
     page = new_page(bypass_csp=True)
     flows.register_and_sign_in(page, server)
@@ -66,6 +66,7 @@ def test_sign_out_a_device_and_its_next_request_lands_on_login(
     expect(region.get_by_test_id("device-address").first).to_have_text("127.0.0.x")
     no_violations(page, "devices, two listed")
 
+    clock.advance(301)  # the sign-in's proof is stale: the password step shows
     flows.no_navigation_marker(page)
     region.get_by_role("button", name=SIGN_OUT_ONE).click()
     password = region.get_by_label("Current password", exact=True)
@@ -92,7 +93,7 @@ def test_sign_out_a_device_and_its_next_request_lands_on_login(
 
 
 def test_sign_out_all_other_devices_without_javascript(
-    new_page: Callable[..., Any], server: str
+    new_page: Callable[..., Any], server: str, clock: Any
 ) -> None:
     page = new_page(js=False)
     flows.register_and_sign_in(page, server)
@@ -103,6 +104,7 @@ def test_sign_out_all_other_devices_without_javascript(
     region = devices(page)
     expect(region.get_by_test_id("device")).to_have_count(3)
 
+    clock.advance(301)  # the sign-in's proof is stale: the password step shows
     with page.expect_response(f"{server}/profile/devices") as answer:
         region.get_by_role("button", name="Sign out all other devices").click()
     assert answer.value.request.headers.get("hx-request") is None  # a plain form post
@@ -121,11 +123,14 @@ def test_sign_out_all_other_devices_without_javascript(
         lands_on_login(other, server)
 
 
-def test_sign_out_one_device_without_javascript(new_page: Callable[..., Any], server: str) -> None:
+def test_sign_out_one_device_without_javascript(
+    new_page: Callable[..., Any], server: str, clock: Any
+) -> None:
     page = new_page(js=False)
     flows.register_and_sign_in(page, server)
     phone = new_page(js=False)
     flows.sign_in(phone, server, "ada@example.com")
+    clock.advance(301)  # the sign-in's proof is stale: the password step shows
     page.reload()
     devices(page).get_by_role("button", name=SIGN_OUT_ONE).click()
     page.wait_for_load_state()

@@ -6,8 +6,10 @@ or another account's handle, this device's own, a missing CSRF token."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+import pytest
 from flask.testing import FlaskClient
 
 from tests.devices.helpers import FIREFOX_WINDOWS, ask, browser, handles, sign_out, signed_in
@@ -17,7 +19,15 @@ from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import stream_of
+from webapp.clock import FrozenClock
 from webapp.eventstore import read_stream
+
+
+@pytest.fixture(autouse=True)
+def stale_proof(user: Any, clock: FrozenClock) -> None:
+    """These tests sign out with the password step: the proof of the sign-in
+    (made with `user`) is older than REAUTH_SECONDS by the time they act."""
+    clock.advance(timedelta(seconds=301))
 
 
 def other_handle(client: FlaskClient) -> str:
@@ -182,3 +192,19 @@ def test_a_device_gone_meanwhile_is_said_so(app: Any, client: FlaskClient, user:
     html = resp.get_data(as_text=True)
     assert "That device is no longer signed in." in html
     assert 'name="confirm"' not in html  # nothing left to confirm
+
+
+def test_a_fresh_proof_signs_out_without_the_password_step(
+    app: Any, client: FlaskClient, user: Any, clock: FrozenClock
+) -> None:
+    """Within REAUTH_SECONDS of a proof (here the password step itself), the
+    next sign-out asks for nothing more."""
+    first, second = signed_in(app), signed_in(app, agent=FIREFOX_WINDOWS)
+    assert (
+        sign_out(client, handles(client.get("/profile").get_data(as_text=True))[0]).status_code
+        == 200
+    )
+    html = ask(client, handles(client.get("/profile").get_data(as_text=True))[0], htmx=True)
+    body = html.get_data(as_text=True)
+    assert "enter your current password" not in body and "The device is signed out." in body
+    assert sum(lands_on_login(c) for c in (first, second)) == 2
