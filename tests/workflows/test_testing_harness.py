@@ -193,7 +193,11 @@ def test_webhook_requests_are_captured_with_their_body_and_headers() -> None:
     with WorkflowTest(HOOK, secrets={"partner": "tok"}, webhooks=lambda c: (201, {"id": 7})) as t:
         t.publish("thing.started", "thing/9")
         (call,) = t.webhooks
-        assert (call.method, call.url, call.json) == ("POST", "https://hooks.example.com/in", {"thing": "9"})
+        assert (call.method, call.url, call.json) == (
+            "POST",
+            "https://hooks.example.com/in",
+            {"thing": "9"},
+        )
         assert call.headers["authorization"] == "Bearer tok"
         assert only(t).returned == {"status": 201, "body": {"id": 7}}
 

@@ -98,9 +98,7 @@ def send_webhook(step: SendWebhook, ctx: RunContext, conn: Connection | None) ->
         ),
         reraise=True,
     )
-    with httpx.Client(
-        timeout=step.timeout, follow_redirects=False, transport=_transport
-    ) as client:
+    with httpx.Client(timeout=step.timeout, follow_redirects=False, transport=_transport) as client:
         for attempt in retrying:
             with attempt:
                 return _send_once(client, request)

@@ -70,9 +70,7 @@ class WebhookReceiver:
         self.transport = httpx.MockTransport(self._handle)
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
-        call = WebhookCall(
-            request.method, str(request.url), dict(request.headers), request.read()
-        )
+        call = WebhookCall(request.method, str(request.url), dict(request.headers), request.read())
         self.calls.append(call)
         return response_for(self.responder(call))
 
@@ -94,7 +92,9 @@ class JobQueue:
         self._jobs: list[Job] = []
         self._seq = itertools.count()
 
-    def add(self, func: str, args: tuple[Any, ...], kwargs: dict[str, Any], at: datetime | None) -> None:
+    def add(
+        self, func: str, args: tuple[Any, ...], kwargs: dict[str, Any], at: datetime | None
+    ) -> None:
         kwargs = {k: v for k, v in kwargs.items() if k != "job_id"}
         self._jobs.append(Job(at or self._now(), next(self._seq), func, args, kwargs))
 

@@ -90,14 +90,14 @@ class WorkflowTest:
         tenant: str = "default",
         start: datetime | None = None,
         secrets: Mapping[str, str] | None = None,
-        webhooks: Responder = ok,
+        webhooks: Responder | None = None,
         config: Mapping[str, Any] | None = None,
     ) -> None:
         self.workflows = workflows
         self.tenant = tenant
         self.clock = FrozenClock(start or datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
         self.mails: list[Mail] = []
-        self._receiver = WebhookReceiver(webhooks)
+        self._receiver = WebhookReceiver(webhooks or ok)
         self._secrets = {k.lower(): v for k, v in (secrets or {}).items()}
         self._overrides = dict(config or {})
         self._jobs = JobQueue(self.clock.now)
