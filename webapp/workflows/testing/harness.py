@@ -30,11 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import func, select
 
 from webapp import clock, create_app, db, mail, tenants
 from webapp.clock import FrozenClock
-from webapp.config import Config
 from webapp.eventstore import Event, projections
 from webapp.jobs import queue as jobs_queue
 from webapp.publish import publish
@@ -44,7 +42,6 @@ from webapp.workflows.dispatch import sweep
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.interpreter import webhook
 from webapp.workflows.store import wake_signal
-from webapp.workflows.store.tables import workflow_run_pending
 from webapp.workflows.testing import views
 from webapp.workflows.testing.capture import (
     Job,
@@ -56,19 +53,11 @@ from webapp.workflows.testing.capture import (
     mail_of,
     ok,
 )
-from webapp.workflows.testing.database import fresh_database
+from webapp.workflows.testing.database import config_for, fresh_database
 from webapp.workflows.triggers import registry
 from webapp.workflows.triggers import start as triggers
 from worker import job_paths
 
-# Cheap password hashing and in-memory rate limits: tests that create accounts
-# stay fast and need no Redis.
-DEFAULTS: dict[str, Any] = {
-    "argon2_time_cost": 1,
-    "argon2_memory_cost": 1024,
-    "argon2_parallelism": 1,
-    "ratelimit_storage": "memory://",
-}
 MAX_STEPS = 10_000  # jobs and sweeps per run_until_idle: a workflow that never settles
 
 
@@ -126,7 +115,7 @@ class WorkflowTest:
             stack.callback(webhook.set_transport, webhook.set_transport(self._receiver.transport))
             before = registry.registered()
             stack.callback(self._restore_registered, before)
-            self._app = create_app(self._config(folder, url))
+            self._app = create_app(config_for(folder, url, self._secrets, self._overrides))
             stack.callback(wake_signal.listen, wake_signal.listen(self._on_wake))
             context = self._app.app_context()
             context.push()
@@ -146,23 +135,6 @@ class WorkflowTest:
         stack, self._stack = self._stack, None
         if stack is not None:
             stack.close()
-
-    def _config(self, folder: Path, url: str) -> Config:
-        values: dict[str, Any] = dict(
-            instance_path=folder / "instance",
-            database_url=url,
-            # Nothing listens there: the harness never needs Redis.
-            redis_url=f"unix://{folder / 'no-redis.sock'}",
-            redis_embedded=False,
-            secret_key="workflow-test-secret-key-0123456789",
-            testing=True,
-            base_url="http://localhost",
-            secrets=self._secrets,
-            **DEFAULTS,
-        )
-        values.update(self._overrides)
-        (folder / "instance").mkdir(exist_ok=True)
-        return Config(**values)
 
     @staticmethod
     def _restore_registered(before: list[Workflow]) -> None:
@@ -269,13 +241,8 @@ class WorkflowTest:
         self.run_until_idle()
 
     def _next_due(self) -> datetime | None:
-        now = self.clock.now()
         with db.reading() as conn:
-            pending = conn.execute(
-                select(func.min(workflow_run_pending.c.wake_at)).where(
-                    workflow_run_pending.c.wake_at > now
-                )
-            ).scalar()
+            pending = views.next_wake(conn, self.clock.now())
         times = [t for t in (pending, self._jobs.next_at()) if t is not None]
         return min(times, default=None)
 

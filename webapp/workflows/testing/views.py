@@ -1,15 +1,17 @@
-"""A run as a test sees it: status, results, events."""
+"""A run as a test sees it (status, results, events), and the next wake-up
+in the pending table."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from webapp.eventstore import Event, StreamId, read_stream
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store.tables import workflow_runs
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 
 @dataclass(frozen=True)
@@ -63,3 +65,13 @@ def all_runs(conn: Connection, tenant_id: str, workflow: str | None) -> list[Run
         q = q.where(workflow_runs.c.workflow_name == workflow)
     q = q.order_by(workflow_runs.c.started_at, workflow_runs.c.started_position)
     return [_view(conn, row) for row in conn.execute(q)]
+
+
+def next_wake(conn: Connection, after: datetime) -> datetime | None:
+    """The earliest wake-up after `after` of any pending row (a wait, a
+    timeout, a retry backoff): where `advance` stops next."""
+    return conn.execute(
+        select(func.min(workflow_run_pending.c.wake_at)).where(
+            workflow_run_pending.c.wake_at > after
+        )
+    ).scalar()
