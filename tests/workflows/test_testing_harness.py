@@ -6,7 +6,7 @@ as it found it. Time is skipped: a wait completes after `advance`, not before.""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -66,6 +66,16 @@ def test_the_clock_is_frozen_between_advances_and_moves_by_exactly_the_step() ->
         assert clock.now() == start + timedelta(minutes=90)
         with pytest.raises(ValueError, match="forward"):
             t.advance(-1)
+
+
+def test_a_naive_start_or_an_unstarted_harness_is_refused_with_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        WorkflowTest(sleeper("PT1H"), start=datetime(2026, 1, 1))
+    with pytest.raises(RuntimeError, match="start the WorkflowTest first"):
+        _ = WorkflowTest(sleeper("PT1H")).app
+    start = datetime(2030, 6, 1, tzinfo=UTC)
+    with WorkflowTest(sleeper("PT1H"), start=start) as t:
+        assert clock.now() == start == t.clock.now()
 
 
 WAITER = wf.workflow(

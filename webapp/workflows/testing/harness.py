@@ -58,6 +58,7 @@ from webapp.workflows.triggers import registry
 from webapp.workflows.triggers import start as triggers
 from worker import job_paths
 
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday morning, the same in every test
 MAX_STEPS = 10_000  # jobs and sweeps per run_until_idle: a workflow that never settles
 
 
@@ -84,7 +85,9 @@ class WorkflowTest:
     ) -> None:
         self.workflows = workflows
         self.tenant = tenant
-        self.clock = FrozenClock(start or datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
+        if start is not None and start.tzinfo is None:
+            raise ValueError("start must be a timezone-aware datetime")
+        self.clock = FrozenClock(start or START)
         self.mails: list[Mail] = []
         self._receiver = WebhookReceiver(webhooks or ok)
         self._secrets = {k.lower(): v for k, v in (secrets or {}).items()}
