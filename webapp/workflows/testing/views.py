@@ -18,6 +18,7 @@ from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 class Run:
     run_id: str
     workflow: str
+    version: int  # the workflow version the run started on
     status: str  # running | suspended | completed | failed | cancelled
     step_index: int
     results: dict[str, Any]
@@ -41,6 +42,7 @@ def _view(conn: Connection, row: Any) -> Run:
     return Run(
         row.run_id,
         row.workflow_name,
+        row.definition_version,
         row.status,
         row.step_index,
         dict(row.results or {}),
