@@ -158,6 +158,21 @@ def init_engine(url: str) -> Engine:
     return _engine
 
 
+@contextmanager
+def engine_restored() -> Iterator[None]:
+    """The engine set up inside the block (`init_engine`) is disposed on
+    leaving and the one before is put back: the workflow test harness runs an
+    app on a database of its own inside a process that may have one."""
+    global _engine, _readers
+    saved = (_engine, _readers)
+    try:
+        yield
+    finally:
+        if _engine is not None and _engine is not saved[0]:
+            _engine.dispose()
+        _engine, _readers = saved
+
+
 def _forget_pool_after_fork() -> None:
     """In a forked child (RQ's fork worker, gunicorn --preload): start with an
     empty pool, leaving the parent's connections open for the parent."""

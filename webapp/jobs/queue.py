@@ -4,6 +4,7 @@ the database keeps the truth and the scheduler's sweep re-discovers the work."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +19,19 @@ QUEUES = ("default",)
 DISPATCH_PENDING_KEY = "webapp:dispatch:pending"
 DISPATCH_FUNC = "worker.tasks.dispatch"
 
+# (dotted path, args, kwargs, at): where jobs go instead of Redis when set.
+JobSink = Callable[[str, tuple[Any, ...], dict[str, Any], datetime | None], None]
+_sink: JobSink | None = None
+
+
+def set_sink(sink: JobSink | None) -> JobSink | None:
+    """Hand every job to `sink` instead of RQ (None: RQ again); returns the
+    one before. The seam of the workflow test harness
+    (`webapp.workflows.testing`), which runs the jobs itself, in-process."""
+    global _sink
+    previous, _sink = _sink, sink
+    return previous
+
 
 def get_queue(name: str = "default") -> Queue:
     return Queue(name, connection=get_redis())
@@ -27,6 +41,9 @@ def enqueue(
     func: str, *args: Any, job_id: str | None = None, at: datetime | None = None, **kw: Any
 ) -> bool:
     """Enqueue `func` (dotted path) now or at `at`; False when Redis is unreachable."""
+    if _sink is not None:
+        _sink(func, args, kw, at)
+        return True
     try:
         if at is not None:
             from rq_scheduler import Scheduler
@@ -48,6 +65,9 @@ def enqueue(
 def request_dispatch(*_: Any) -> bool:
     """Ask for one projection dispatch. A burst of commits yields at most one
     queued dispatch: the flag is set NX here and cleared when the job starts."""
+    if _sink is not None:
+        _sink(DISPATCH_FUNC, (), {}, None)
+        return True
     try:
         r = get_redis()
         if r.set(DISPATCH_PENDING_KEY, "1", nx=True, ex=300):

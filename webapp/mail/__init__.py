@@ -5,6 +5,8 @@ Backends (MAIL_BACKEND): `file` writes every message as an .eml file under
 `<instance>/mail/` (development: open the file for the links); `smtp` hands it
 to an SMTP server (SMTP_HOST/PORT, SMTP_SECURITY none|starttls|ssl, SMTP_USER/PASSWORD).
 A failure raises `MailError`; the caller decides whether to retry.
+`set_sink` hands built messages to a function instead (the workflow test
+harness captures mails so).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import smtplib
 import ssl
 import time
 import uuid
+from collections.abc import Callable
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
@@ -28,6 +31,18 @@ log = logging.getLogger(__name__)
 
 class MailError(Exception):
     """The message could not be handed over."""
+
+
+_sink: Callable[[EmailMessage], None] | None = None
+
+
+def set_sink(sink: Callable[[EmailMessage], None] | None) -> Callable[[EmailMessage], None] | None:
+    """Give every built message to `sink` instead of the backend (None: the
+    backend again); returns the one before. The seam of the workflow test
+    harness (`webapp.workflows.testing`)."""
+    global _sink
+    previous, _sink = _sink, sink
+    return previous
 
 
 def build(cfg: Config, to: str, subject: str, body: str, html: str | None = None) -> EmailMessage:
@@ -86,7 +101,9 @@ def send(to: str, subject: str, body: str, html: str | None = None) -> None:
     """Send one message with the configured backend (inside an app context)."""
     cfg: Config = current_app.config["APP_CONFIG"]
     msg = build(cfg, to, subject, body, html)
-    if cfg.mail_backend == "smtp":
+    if _sink is not None:
+        _sink(msg)
+    elif cfg.mail_backend == "smtp":
         _send_smtp(cfg, msg)
         log.info("mail sent", extra={"to": to, "subject": subject, "backend": "smtp"})
     else:

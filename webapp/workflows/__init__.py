@@ -25,7 +25,8 @@ this list (import-linter contracts in pyproject.toml keep it so):
 - `triggers/`: event, webhook and cron starts, wake-ups, subject erasure,
   registration.
 - this package: the facade below, `cli`, `operations` (operator actions) and
-  `webhook_route`. The RQ job functions are declared in `worker/`.
+  `webhook_route`; above them all `testing` (the test harness for workflow
+  authors) and its `pytest_plugin`. The RQ job functions are declared in `worker/`.
 """
 
 from __future__ import annotations

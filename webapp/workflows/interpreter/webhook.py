@@ -3,6 +3,8 @@
 httpx sends it; tenacity retries network errors and 5xx answers `step.retry`
 times with a linear backoff of `step.retry_delay` seconds. A 4xx answer fails
 the step at once (sending the same request again would not help).
+`set_transport` sends every request through another httpx transport (the
+workflow test harness captures them so); retries in place then do not pause.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from typing import Any
 import httpx
 from flask import current_app, has_app_context
 from sqlalchemy import Connection
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_incrementing
+from tenacity import (
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_incrementing,
+    wait_none,
+)
 
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import SendWebhook
@@ -26,6 +34,17 @@ class WebhookError(Exception):
 
 class _Transient(WebhookError):
     """Worth another attempt: unreachable, timed out, or a 5xx answer."""
+
+
+_transport: httpx.BaseTransport | None = None  # None: the network
+
+
+def set_transport(transport: httpx.BaseTransport | None) -> httpx.BaseTransport | None:
+    """Send every webhook through `transport` (None: the network again);
+    returns the one before. The seam of `webapp.workflows.testing`."""
+    global _transport
+    previous, _transport = _transport, transport
+    return previous
 
 
 def secret(name: str) -> str:
@@ -72,10 +91,14 @@ def send_webhook(step: SendWebhook, ctx: RunContext, conn: Connection | None) ->
     retrying = Retrying(
         retry=retry_if_exception_type(_Transient),
         stop=stop_after_attempt(step.retry + 1),
-        wait=wait_incrementing(start=step.retry_delay, increment=step.retry_delay),
+        wait=(
+            wait_incrementing(start=step.retry_delay, increment=step.retry_delay)
+            if _transport is None
+            else wait_none()
+        ),
         reraise=True,
     )
-    with httpx.Client(timeout=step.timeout, follow_redirects=False) as client:
+    with httpx.Client(timeout=step.timeout, follow_redirects=False, transport=_transport) as client:
         for attempt in retrying:
             with attempt:
                 return _send_once(client, request)
