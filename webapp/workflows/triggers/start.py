@@ -69,8 +69,8 @@ def start_run(
     run-started joins one append just before the transaction commits, so a
     projection batch does not hold the append lock while it works. A run of a
     limited workflow (`slot`) starts only when its key has a free slot and
-    nobody queued before it; else it is queued (run-queued), as is every new
-    run of a paused workflow.
+    nobody queued before it, decided just before commit; else it is queued
+    (run-queued), as is every new run of a paused workflow.
     """
     started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key, wf.version)
     definitions.record(conn, wf)
@@ -86,8 +86,10 @@ def start_run(
     event_type = ev.RUN_STARTED
     if slot is not None and wf.concurrency is not None:
         started = ev.with_slot(started, *slot)
-        if paused or not slots.admits(conn, (tenant_id, wf.name, slot[0]), wf.concurrency):
-            event_type = ev.RUN_QUEUED
+        if not paused:  # admitted just before commit, like the deferred starts
+            key_of = (tenant_id, wf.name, slot[0])
+            _defer_admission(conn, (tenant_id, run_id, expected, started, key_of, wf.concurrency))
+            return run_id
     if paused:  # a paused workflow queues its new runs until it resumes
         event_type = ev.RUN_QUEUED
         started = {**started, "paused": True}
@@ -132,6 +134,35 @@ def _defer(conn: Connection, tenant_id: str, run_id: str, started: dict[str, Any
         starts = scope[_STARTS] = []
         db.before_commit(conn, lambda: _flush_starts(conn))
     starts.append((runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], 0))
+
+
+_ADMISSIONS = "workflows.deferred_admissions"
+
+
+def _defer_admission(conn: Connection, item: tuple[Any, ...]) -> None:
+    """A limited workflow's run: decide started or queued just before commit,
+    so the append lock the admission takes is held only for the commit, not
+    for the rest of the trigger batch."""
+    scope = db.tx_scope(conn)
+    items = scope.get(_ADMISSIONS)
+    if items is None:
+        items = scope[_ADMISSIONS] = []
+        db.before_commit(conn, lambda: _flush_admissions(conn))
+    items.append(item)
+
+
+def _flush_admissions(conn: Connection) -> None:
+    for tenant_id, run_id, expected, payload, key, limit in db.tx_scope(conn).pop(_ADMISSIONS, []):
+        event_type = ev.RUN_STARTED if slots.admits(conn, key, limit) else ev.RUN_QUEUED
+        stream = runs.stream(tenant_id, run_id)
+        try:
+            with conn.begin_nested():
+                append(conn, stream, [NewEvent(event_type, payload)], expected)
+        except VersionConflict:
+            log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
+            continue
+        if event_type == ev.RUN_STARTED:
+            _advance_after_commit(conn, tenant_id, run_id)
 
 
 def _flush_starts(conn: Connection) -> None:
