@@ -4,6 +4,7 @@ resume-workflow|versions|check|migrate`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import click
 from flask.cli import AppGroup
@@ -104,6 +105,25 @@ def _one_or_bulk(action: str, run_id: str | None, filter_text: str | None, yes: 
     return True
 
 
+def _act(
+    action: str,
+    one: Callable[..., object],
+    run_id: str | None,
+    filter_text: str | None,
+    yes: bool,
+    done: str,
+) -> None:
+    """One run (`one(run_id, actor=...)`), or in bulk with --filter."""
+    if _one_or_bulk(action, run_id, filter_text, yes):
+        return
+    assert run_id is not None
+    try:
+        one(run_id, actor=actors.operator())
+    except ops.OperationError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"run {run_id} {done}")
+
+
 _FILTER = click.option(
     "--filter",
     "filter_text",
@@ -118,14 +138,7 @@ _YES = click.option("--yes", is_flag=True, help="With --filter: do it (else only
 @_YES
 def cancel(run_id: str | None, filter_text: str | None, yes: bool) -> None:
     """Cancel a run (it never resumes), or every run a --filter matches."""
-    if _one_or_bulk("cancel", run_id, filter_text, yes):
-        return
-    assert run_id is not None
-    try:
-        ops.cancel(run_id, actor=actors.operator())
-    except ops.OperationError as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"run {run_id} cancelled")
+    _act("cancel", ops.cancel, run_id, filter_text, yes, "cancelled")
 
 
 @workflows_cli.command("retry")
@@ -134,14 +147,7 @@ def cancel(run_id: str | None, filter_text: str | None, yes: bool) -> None:
 @_YES
 def retry(run_id: str | None, filter_text: str | None, yes: bool) -> None:
     """Continue a failed run from its failed step as a new attempt (or --filter)."""
-    if _one_or_bulk("retry", run_id, filter_text, yes):
-        return
-    assert run_id is not None
-    try:
-        ops.retry(run_id, actor=actors.operator())
-    except ops.OperationError as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"run {run_id} retried")
+    _act("retry", ops.retry, run_id, filter_text, yes, "retried")
 
 
 @workflows_cli.command("stuck")
@@ -204,14 +210,7 @@ def rerun_cmd(run_id: str, from_step: str) -> None:
 @_YES
 def pause_cmd(run_id: str | None, filter_text: str | None, yes: bool) -> None:
     """Pause a run (it takes no step until `resume RUN_ID`), or every run a --filter matches."""
-    if _one_or_bulk("pause", run_id, filter_text, yes):
-        return
-    assert run_id is not None
-    try:
-        pausing.pause(run_id, actor=actors.operator())
-    except ops.OperationError as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"run {run_id} paused")
+    _act("pause", pausing.pause, run_id, filter_text, yes, "paused")
 
 
 @workflows_cli.command("pause-workflow")

@@ -68,6 +68,14 @@ def holders(conn: Connection, key: Key) -> int:
     return int(conn.execute(q).scalar_one())
 
 
+# The order queued runs start in: priority (5 first), then oldest.
+_START_ORDER = (
+    workflow_runs.c.priority.desc(),
+    workflow_runs.c.started_position,
+    workflow_runs.c.run_id,
+)
+
+
 def queued(
     conn: Connection, key: Key, n: int | None = None, skip_locked: bool = False
 ) -> list[Any]:
@@ -76,7 +84,7 @@ def queued(
     q = (
         select(workflow_runs)
         .where(_of(key), c.status == RunStatus.QUEUED, c.paused_by.is_(None))
-        .order_by(c.priority.desc(), c.started_position, c.run_id)
+        .order_by(*_START_ORDER)
     )
     if n is not None:
         q = q.limit(n)
@@ -149,17 +157,7 @@ def queue_position(conn: Connection, row: Any) -> int | None:
     """1 for the next queued run of its key, ...; None when not queued."""
     if row.status != RunStatus.QUEUED or row.concurrency_key is None:
         return None
-    ids = [
-        r.run_id for r in queued_ids(conn, (row.tenant_id, row.workflow_name, row.concurrency_key))
-    ]
+    key = (row.tenant_id, row.workflow_name, row.concurrency_key)
+    q = select(workflow_runs.c.run_id).where(_of(key), workflow_runs.c.status == RunStatus.QUEUED)
+    ids = list(conn.execute(q.order_by(*_START_ORDER)).scalars())
     return ids.index(row.run_id) + 1 if row.run_id in ids else None
-
-
-def queued_ids(conn: Connection, key: Key) -> list[Any]:
-    c = workflow_runs.c
-    q = (
-        select(c.run_id)
-        .where(_of(key), c.status == RunStatus.QUEUED)
-        .order_by(c.priority.desc(), c.started_position, c.run_id)
-    )
-    return list(conn.execute(q))
