@@ -51,7 +51,9 @@ def step_name(workflow_name: str, index: int, version: int | None = None) -> str
     wf = catalog.get(workflow_name, version)
     if wf is not None and 0 <= index < len(wf.steps):
         return f"{index}: {wf.steps[index].name}"
-    return "–" if wf is not None and index >= len(wf.steps) else str(index)
+    if index < 0 or (wf is not None and index >= len(wf.steps)):
+        return "–"  # a run's control (deadline, cancel-on), or past the last step
+    return str(index)
 
 
 def valid_run_id(run_id: str) -> bool:

@@ -32,8 +32,9 @@ from typing import Any, Literal
 from croniter import croniter
 
 from webapp.eventstore.records import Event
+from webapp.workflows.definition import controls
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import Limit, limit
+from webapp.workflows.definition.controls import CancelOn, Limit, limit, on
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json
 from webapp.workflows.definition.model import (
@@ -88,6 +89,7 @@ __all__ = [
     "retry",
     "return_",
     "limit",
+    "on",
     "send_mail",
     "send_webhook",
     "sha256_json",
@@ -118,12 +120,18 @@ def workflow(
     start: bool = True,
     concurrency: Limit | None = None,
     priority: Callable[[Event], int] | None = None,
+    timeout: str | timedelta | None = None,
+    cancel_on: Sequence[CancelOn] | None = None,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
 
     `concurrency=limit(max, key=...)` caps the runs holding a slot at once
     (per key); a run over the limit is queued, and queued runs start by
     `priority` (a function of the trigger event: 1 to 5, 5 first), then oldest.
+
+    `timeout` (an ISO-8601 duration) fails a run still open that long after
+    its trigger (reason deadline_exceeded); `cancel_on=[on(type, match=...)]`
+    cancels an open run when a matching event comes (cancelled_by_event).
 
     `version` (an integer >= 1) lets several versions run side by side: a run
     finishes on the version it started with, new triggers start the highest
@@ -176,6 +184,8 @@ def workflow(
         start,
         concurrency,
         priority,
+        controls.deadline(name, timeout),
+        controls.cancel_events(name, cancel_on),
     )
     _validate(wf)
     return wf

@@ -1,5 +1,7 @@
 """Flow controls declared on a workflow: how many runs may hold a slot at
-once (`limit`), and in which order queued runs start (`priority`).
+once (`limit`), in which order queued runs start (`priority`), the events
+that cancel an open run (`on`, for `cancel_on=`) and the run's deadline
+(`timeout=`, `deadline`).
 
 Pure data, checked when the workflow is defined; the store enforces them
 (`webapp.workflows.store.slots`).
@@ -9,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from webapp.eventstore.records import Event
+from webapp.workflows.definition import match as matchmod
+from webapp.workflows.definition.durations import parse_duration
 from webapp.workflows.definition.errors import DefinitionError
 
 
@@ -62,3 +67,52 @@ def priority_of(fn: Callable[[Event], Any] | None, event: Event) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
         raise ControlError(f"priority must be an integer from 1 to 5, got {value!r}")
     return value
+
+
+@dataclass(frozen=True)
+class CancelOn:
+    """An event that cancels the open run it matches: `match` is a match
+    expression (or a function of the run context giving one; None: any event
+    of the type in the run's tenant), evaluated when the run starts and kept."""
+
+    event_type: str
+    match: Any = None
+
+
+def on(event_type: str, match: Any = None) -> CancelOn:
+    """`cancel_on=[on("order.cancelled", match=lambda ctx: match.eq("orderId", ...))]`."""
+    if not isinstance(event_type, str) or not 0 < len(event_type.strip()) <= 150:
+        raise ControlError(f"on(...) takes an event type (1-150 characters), got {event_type!r}")
+    if match is not None and not callable(match):
+        try:  # a wrong node fails here, not when a run starts
+            matchmod.persist(match)
+        except Exception as exc:
+            raise ControlError(f"on({event_type!r}, match=...): {exc}") from None
+    return CancelOn(event_type.strip(), match)
+
+
+def cancel_events(name: str, value: Any) -> tuple[CancelOn, ...]:
+    """`cancel_on=` checked: a list of `on(...)`, at most 20."""
+    if value is None:
+        return ()
+    items = tuple(value) if isinstance(value, list | tuple) else None
+    if items is None or not all(isinstance(c, CancelOn) for c in items):
+        raise ControlError(f"workflow {name!r}: cancel_on= takes a list of on(event_type, ...)")
+    if len(items) > 20:
+        raise ControlError(f"workflow {name!r}: cancel_on= takes at most 20 events")
+    return items
+
+
+def deadline(name: str, value: Any) -> timedelta | None:
+    """`timeout=` checked: an ISO-8601 duration or a timedelta, above zero."""
+    if value is None:
+        return None
+    try:
+        span = value if isinstance(value, timedelta) else parse_duration(value)
+    except (ValueError, AttributeError, TypeError):
+        raise ControlError(
+            f"workflow {name!r}: timeout= takes an ISO-8601 duration such as P1D, got {value!r}"
+        ) from None
+    if span <= timedelta(0):
+        raise ControlError(f"workflow {name!r}: timeout= must be above zero, got {value!r}")
+    return span

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import Limit
+from webapp.workflows.definition.controls import CancelOn, Limit
 from webapp.workflows.definition.errors import DefinitionError as DefinitionError  # re-exported
 from webapp.workflows.definition.fingerprint import fingerprint, shape
 
@@ -163,6 +163,8 @@ class Workflow:
     # change under runs in flight.
     concurrency: Limit | None = None
     priority: Callable[[Event], int] | None = None
+    timeout: timedelta | None = None  # an open run past it fails: deadline_exceeded
+    cancel_on: tuple[CancelOn, ...] = ()
 
     @cached_property
     def fingerprint(self) -> str:

@@ -76,7 +76,11 @@ def add_timer(tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -
 
 def request_resume(tenant_id: str, run_id: str, step_index: int) -> None:
     """Now (call it after commit): resume this due step, through the resume
-    loops when one is alive, else as an RQ resume-run job."""
+    loops when one is alive, else as an RQ resume-run job. A run's control
+    (a deadline, a cancel-on event: below step 0) is claimed by a drain."""
+    if step_index < 0:
+        request_drain(tenant_id)
+        return
     try:
         r = get_redis()
         if r.eval(_PUSH_IF_ALIVE, 2, ALIVE_KEY, RESUME_KEY, member(tenant_id, run_id, step_index)):

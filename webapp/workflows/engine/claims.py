@@ -54,6 +54,23 @@ def failure(row: Any, step_index: int, reason: str, error: str) -> NewEvent:
     return NewEvent(ev.RUN_FAILED, ev.run_failed(row.workflow_name, step_index, error, reason))
 
 
+def cancelled_by_event(row: Any, event_id: str) -> NewEvent:
+    """run-cancelled by a cancel-on event (its id in the payload)."""
+    log.info(
+        "workflow run cancelled by an event",
+        extra={"run_id": row.run_id, "workflow": row.workflow_name},
+    )
+    return NewEvent(
+        ev.RUN_CANCELLED,
+        {
+            "workflowName": row.workflow_name,
+            "stepIndex": row.step_index,
+            "reason": ev.REASON_CANCELLED_BY_EVENT,
+            "eventId": event_id,
+        },
+    )
+
+
 def adopted(row: Any, step_index: int, wf: Workflow) -> NewEvent:
     """run-migrated (automatic): the run goes on under a definition that
     changed only after where it stands."""
@@ -117,6 +134,8 @@ class _Writes:
             new.append(NewEvent(ev.STEP_RESUMED, ev.step_resumed(step_index, retry_attempt)))
         if d.reason is not None:
             new.append(failure(row, step_index, d.reason, d.error or ""))
+        if d.cancelled_by is not None:
+            new.append(cancelled_by_event(row, d.cancelled_by))
         if new:
             self.batch.append((runs.stream(self.tenant_id, row.run_id), new, row.version))
         if d.result not in (ResumeResult.RESUMED, ResumeResult.ADVANCED):
@@ -165,7 +184,8 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
         seen.add(p.run_id)
         if d.result == ResumeResult.RESUMED:
             resume_latency.resumed(conn, row.workflow_name, p, found)
-        token = writes.add(row, p.step_index, d, p.retry_attempt, wf)
+        at = p.step_index if p.step_index >= 0 else row.step_index  # a control: where it is
+        token = writes.add(row, at, d, p.retry_attempt, wf)
         state = None
         if token is not None and wf is not None:  # RESUMED: decide found wf and trigger
             state = _state(tenant_id, row, token, wf, d, found)

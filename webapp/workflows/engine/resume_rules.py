@@ -49,6 +49,7 @@ class ResumeResult(StrEnum):
     LEASED = "leased"  # its lease is held by a live worker
     NOT_RUNNING = "not-running"
     PAUSED = "paused"  # the run is paused: its pending row waits for the resume
+    CANCELLED = "cancelled"  # a cancel-on event came: the run is cancelled
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Decision:
     attempt: int = 1
     results: dict[str, Any] = field(default_factory=dict)
     adopt: bool = False  # the run goes on under a changed, compatible definition
+    cancelled_by: str | None = None  # run-cancelled by this event (cancel-on)
 
 
 def fits(
@@ -132,6 +134,8 @@ def decide(
     """Rules 2-7 for one pending row and its runs row (None: gone), given the
     loaded definition of the run's version (None: not registered), the events
     found by id, and the shape of the definition the run suspended under."""
+    if pending.step_index < 0:  # not a step: one of the run's controls
+        return decide_control(pending, row)
     if row is None or settled(row, pending):  # rules 2, 3
         return Decision(ResumeResult.ALREADY)
     if row.paused_by is not None:  # kept for the resume, which signals it again
@@ -172,6 +176,21 @@ def decide(
         results=results,
         adopt=adopt,
     )
+
+
+def decide_control(pending: Any, row: Any) -> Decision:
+    """A run's control row fell due: its deadline passed (run-failed,
+    deadline_exceeded), or its cancel-on event came (run-cancelled). Only an
+    open run; a paused one keeps it for the resume, like its timers."""
+    if row is None or row.status not in ev.OPEN:
+        return Decision(ResumeResult.ALREADY)
+    if row.paused_by is not None:
+        return Decision(ResumeResult.PAUSED)
+    if pending.suspension_event_type == ev.DEADLINE:
+        return _failed(ev.REASON_DEADLINE, "run deadline exceeded", claim=False)
+    if pending.suspension_event_type == ev.CANCEL_ON and pending.trigger_event_ref:
+        return Decision(ResumeResult.CANCELLED, cancelled_by=_ref(pending.trigger_event_ref))
+    return Decision(ResumeResult.ALREADY)
 
 
 def decide_lease(

@@ -82,7 +82,7 @@ def lock_due(conn: Connection, tenant_id: str, limit: int) -> tuple[int, list[An
         select(workflow_run_pending)
         .where(
             workflow_run_pending.c.tenant_id == tenant_id,
-            workflow_run_pending.c.wake_at < clock.now(),
+            workflow_run_pending.c.wake_at <= clock.now(),
             workflow_run_pending.c.paused.is_(False),
         )
         .order_by(workflow_run_pending.c.wake_at)
@@ -106,7 +106,7 @@ def lock_due(conn: Connection, tenant_id: str, limit: int) -> tuple[int, list[An
             .where(
                 workflow_run_pending.c.tenant_id == tenant_id,
                 workflow_run_pending.c.run_id.in_(sorted(rows)),
-                workflow_run_pending.c.wake_at < clock.now(),
+                workflow_run_pending.c.wake_at <= clock.now(),
             )
             .order_by(workflow_run_pending.c.wake_at)
             .with_for_update(skip_locked=True)

@@ -79,6 +79,8 @@ def wake_matching(conn: Connection, event: Event, workflow_name: str | None = No
 
 
 def _matches(row: Any, event: Event) -> bool:
+    if row.after_position is not None and event.position <= row.after_position:
+        return False  # a cancel-on row: an event from before the run's trigger
     try:
         return matchmod.evaluate(row.match_expr, event.payload)
     except Exception as exc:

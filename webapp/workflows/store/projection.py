@@ -26,7 +26,8 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from webapp import clock
 from webapp.eventstore import Event, register_inline
-from webapp.workflows.store import rows, slots, sql, wake_signal
+from webapp.workflows.definition import catalog
+from webapp.workflows.store import pending, rows, slots, sql, wake_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
@@ -63,7 +64,9 @@ def apply(
     (tenant, run). `running`: every run was running under the caller's lease,
     so none has a pending row (its resume deleted it): no DELETE to send."""
     now = clock.now()
-    cleared: dict[str, set[str]] = {}
+    cleared: dict[str, set[str]] = {}  # their suspensions end (step rows go)
+    gone: dict[str, set[str]] = {}  # they settle: every pending row goes
+    controlled: list[Event] = []
     new_rows: dict[tuple[str, str, int], dict[str, Any]] = {}
     started: list[dict[str, Any]] = []
     runs_values: dict[tuple[str, str], dict[str, Any]] = {}
@@ -77,6 +80,11 @@ def apply(
             cleared.setdefault(e.tenant_id, set()).add(e.aggregate_id)
             make = rows.started_row if e.type == ev.RUN_STARTED else rows.queued_row
             started.append(make(e, now))
+            controls = rows.control_rows(e)
+            for row in controls:
+                new_rows[(*key, row["step_index"])] = row
+            if controls:
+                controlled.append(e)
             continue
         values = runs_values.setdefault(key, {})
         if e.type in ev.SUSPENSIONS:
@@ -93,9 +101,11 @@ def apply(
             values.update((rows.paused_values if paused else rows.unpaused_values)(e, now))
             holds.append((e, paused))
             continue
-        # every other run event ends the suspension: drop rows suspended earlier
-        cleared.setdefault(e.tenant_id, set()).add(e.aggregate_id)
-        for k in [k for k in new_rows if k[:2] == key]:
+        # every other run event ends the suspension: drop rows suspended
+        # earlier; settling ends its controls (deadline, cancel-on) too
+        ends = e.type in ev.SETTLING
+        (gone if ends else cleared).setdefault(e.tenant_id, set()).add(e.aggregate_id)
+        for k in [k for k in new_rows if k[:2] == key and (ends or k[2] >= 0)]:
             del new_rows[k]
         if e.type == ev.STEP_RESUMED:
             values.update(rows.resumed_values(e, now))
@@ -108,6 +118,14 @@ def apply(
     for key, more in (extra or {}).items():
         runs_values.setdefault(key, {}).update(more, updated_at=now)
     for tenant_id, run_ids in ({} if running else cleared).items():
+        conn.execute(
+            delete(workflow_run_pending).where(
+                workflow_run_pending.c.tenant_id == tenant_id,
+                workflow_run_pending.c.run_id.in_(sorted(run_ids)),
+                workflow_run_pending.c.step_index >= 0,
+            )
+        )
+    for tenant_id, run_ids in (_controlled_only(gone, settling) if running else gone).items():
         conn.execute(
             delete(workflow_run_pending).where(
                 workflow_run_pending.c.tenant_id == tenant_id,
@@ -133,7 +151,37 @@ def apply(
         slots.after_settle(conn, settling)
     for tenant_id, run_id, step_index in sorted(new_rows):
         at = new_rows[(tenant_id, run_id, step_index)]["wake_at"]
-        wake_signal.signal(conn, tenant_id, run_id, step_index, at)
+        if at != rows.NEVER:
+            wake_signal.signal(conn, tenant_id, run_id, step_index, at)
+    for e in controlled:
+        if (e.tenant_id, e.aggregate_id, ev.CANCEL_ON_STEP) in new_rows:
+            _look_back(conn, e)
+
+
+def _controlled_only(gone: dict[str, set[str]], settling: list[Event]) -> dict[str, set[str]]:
+    """Of runs settling under their lease (they have no step row), those that
+    may have control rows: their workflow declares a deadline or cancel-on."""
+    names = {e.payload.get("workflowName") for e in settling}
+    with_controls = {
+        n for n in names if any(w.timeout or w.cancel_on for w in catalog.versions(str(n)))
+    }
+    if not with_controls:
+        return {}
+    ids = {e.aggregate_id for e in settling if e.payload.get("workflowName") in with_controls}
+    return {t: run_ids & ids for t, run_ids in gone.items() if run_ids & ids}
+
+
+def _look_back(conn: Connection, e: Event) -> None:
+    """Cancel-on event before start: one that came after the trigger, before
+    this run existed, wakes its row now. Inside the append that creates the
+    run, under the append lock: an event committed before it is seen here, one
+    committed after it wakes the row inline (`pending.wake_matching`)."""
+    after = int(e.payload.get("triggerPosition", 0))
+    for i, c in enumerate(e.payload.get("cancelOn") or ()):
+        found = pending.lookback(conn, e.tenant_id, c["eventType"], after, c.get("match"))
+        if found is not None:
+            pending.wake(conn, e.tenant_id, e.aggregate_id, ev.CANCEL_ON_STEP - i, found)
+            return
 
 
 def _move_pending(conn: Connection, e: Event) -> None:
@@ -161,7 +209,8 @@ def _hold_pending(conn: Connection, e: Event, paused: bool) -> None:
         return
     q = select(workflow_run_pending.c.step_index, workflow_run_pending.c.wake_at)
     for step_index, wake_at in conn.execute(q.where(rows.pending_key(e))):
-        wake_signal.signal(conn, e.tenant_id, e.aggregate_id, step_index, wake_at)
+        if wake_at != rows.NEVER:
+            wake_signal.signal(conn, e.tenant_id, e.aggregate_id, step_index, wake_at)
 
 
 def _insert_unstarted(conn: Connection, events: Sequence[Event], now: Any) -> None:

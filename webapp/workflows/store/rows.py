@@ -4,7 +4,7 @@ suspended step). `projection` writes them."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -13,6 +13,9 @@ from webapp.eventstore import Event
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import RunStatus
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+
+# The wake time of a cancel-on row until its event comes: never due.
+NEVER = datetime(9999, 1, 1, tzinfo=UTC)
 
 # A started run not picked up by a worker within this time is re-dispatched by the sweep.
 START_GRACE = timedelta(seconds=10)
@@ -57,7 +60,50 @@ def pending_row(e: Event, fingerprint: str | None) -> dict[str, Any]:
         match_expr=p.get("match"),
         trigger_event_type=None,
         trigger_event_ref=None,
+        after_position=None,
     )
+
+
+def control_rows(e: Event) -> list[dict[str, Any]]:
+    """The pending rows of a new run's controls (run-started / run-queued):
+    its deadline, due then, and one never-due row per cancel-on event, woken
+    like a wait-for-event's (`pending.wake_matching`)."""
+    p = e.payload
+    base = dict(
+        tenant_id=e.tenant_id,
+        run_id=e.aggregate_id,
+        workflow_name=p["workflowName"],
+        retry_attempt=None,
+        definition_fingerprint=p["definitionFingerprint"],
+        trigger_event_type=None,
+        trigger_event_ref=None,
+    )
+    out = []
+    if p.get("deadlineAt"):
+        out.append(
+            dict(
+                base,
+                step_index=ev.DEADLINE_STEP,
+                suspension_event_type=ev.DEADLINE,
+                wake_at=datetime.fromisoformat(p["deadlineAt"]),
+                wait_event_type=None,
+                match_expr=None,
+                after_position=None,
+            )
+        )
+    for i, c in enumerate(p.get("cancelOn") or ()):
+        out.append(
+            dict(
+                base,
+                step_index=ev.CANCEL_ON_STEP - i,
+                suspension_event_type=ev.CANCEL_ON,
+                wake_at=NEVER,
+                wait_event_type=c["eventType"],
+                match_expr=c.get("match"),
+                after_position=int(p.get("triggerPosition", 0)),
+            )
+        )
+    return out
 
 
 def suspended_values(e: Event, now: datetime) -> dict[str, Any]:
@@ -193,6 +239,8 @@ def settled_values(e: Event, now: datetime) -> dict[str, Any]:
     )
     if e.type == ev.RUN_FAILED:
         values.update(error=e.payload.get("error"), reason=e.payload.get("reason"))
+    elif e.type == ev.RUN_CANCELLED and e.payload.get("reason"):
+        values["reason"] = str(e.payload["reason"])[:100]  # e.g. cancelled_by_event
     if e.type != ev.RUN_COMPLETED and "stepIndex" in e.payload:
         values["step_index"] = int(e.payload["stepIndex"])
     return values

@@ -66,6 +66,21 @@ WEBHOOK_RECEIVED = "workflow.webhook-received"
 REASON_DEFINITION_CHANGED = "workflow_definition_changed"
 REASON_TRIGGER_UNAVAILABLE = "trigger_event_unavailable"
 REASON_AWAITED_UNAVAILABLE = "awaited_event_unavailable"
+REASON_DEADLINE = "deadline_exceeded"
+REASON_CANCELLED_BY_EVENT = "cancelled_by_event"
+
+# A run's controls live in the pending set beside its suspension, at step
+# indexes below 0, so the timer, the wake-up and the claim serve them too:
+# its deadline (`timeout=`), due at the deadline; its delayed start (a
+# throttled or debounced run, queued until then); and one row per
+# `cancel_on` entry, waiting (never due) for its event like a wait-for-event.
+DEADLINE = "workflow.deadline"
+START = "workflow.start"
+CANCEL_ON = "workflow.cancel-on"
+DEADLINE_STEP = -1
+START_STEP = -2
+CANCEL_ON_STEP = -3  # the first entry's; the next ones count down
+MAX_CANCEL_ON = 20
 
 # Frozen: changing it would re-key every keyed run.
 RUN_NAMESPACE = uuid.UUID("6b0f3c1e-2d4a-4f8e-9a71-0c5e3b9d7a24")
@@ -103,6 +118,24 @@ def run_started(
     if idempotency_key is not None:
         payload["idempotencyKey"] = idempotency_key
     return payload
+
+
+def with_controls(
+    payload: dict[str, Any],
+    deadline_at: str | None,
+    cancel_on: list[dict[str, Any]],
+    trigger_position: int,
+) -> dict[str, Any]:
+    """run-started (or run-queued) of a workflow with a deadline (`deadlineAt`)
+    or cancel-on events (`cancelOn`: each {eventType, match}, matched against
+    events after the trigger's position, `triggerPosition`)."""
+    out = dict(payload)
+    if deadline_at is not None:
+        out["deadlineAt"] = deadline_at
+    if cancel_on:
+        out["cancelOn"] = cancel_on
+        out["triggerPosition"] = trigger_position
+    return out
 
 
 def with_slot(payload: dict[str, Any], key: str, priority: int) -> dict[str, Any]:

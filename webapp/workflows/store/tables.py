@@ -1,7 +1,7 @@
 """Tables of the workflow runner (schema: migrations/versions/0002_workflows.py,
-0004, 0007 and 0009_workflow_versions)."""
+0004, 0007, 0009_workflow_versions, 0010_flow_control and 0015_run_controls)."""
 
-from sqlalchemy import JSON, Boolean, Column, Index, Integer, String, Table, false
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, String, Table, false
 
 from webapp.db import UTCDateTime, metadata
 
@@ -23,6 +23,8 @@ workflow_run_pending = Table(
     Column("trigger_event_ref", JSON(none_as_null=True), nullable=True),
     # Its run is paused (0010): kept, but no drain takes it until the run resumes.
     Column("paused", Boolean, nullable=False, server_default=false()),
+    # A cancel-on row (0015): only events after this position cancel the run.
+    Column("after_position", BigInteger, nullable=True),
     Index("ix_workflow_run_pending_tenant_wake", "tenant_id", "wake_at"),
     Index("ix_workflow_run_pending_wait_type", "wait_event_type"),
     Index("ix_workflow_run_pending_tenant_wait_type", "tenant_id", "wait_event_type"),
@@ -65,6 +67,10 @@ workflow_runs = Table(
     Column("priority", Integer, nullable=True),
     # Paused (0010): "run" (by an operator) or "workflow" (its workflow is); NULL: not.
     Column("paused_by", String(10), nullable=True),
+    # Run controls (0015): the key of a throttled, rate-limited or debounced
+    # run, and a child run's parent.
+    Column("rate_key", String(200), nullable=True),
+    Column("parent_run_id", String(36), nullable=True),
     Index("ix_workflow_runs_subject", "tenant_id", "subject_id"),
     Index(
         "ix_workflow_runs_slots",
@@ -75,6 +81,8 @@ workflow_runs = Table(
     ),
     Index("ix_workflow_runs_status_lease", "tenant_id", "status", "lease_until"),
     Index("ix_workflow_runs_name", "workflow_name"),
+    Index("ix_workflow_runs_rate", "tenant_id", "workflow_name", "rate_key", "started_at"),
+    Index("ix_workflow_runs_parent", "tenant_id", "parent_run_id"),
     # The operations console's runs list, newest first (migration 0007_admin).
     Index("ix_workflow_runs_tenant_started", "tenant_id", "started_at", "run_id"),
     Index("ix_workflow_runs_tenant_status_started", "tenant_id", "status", "started_at", "run_id"),

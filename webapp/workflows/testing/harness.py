@@ -170,7 +170,11 @@ class WorkflowTest:
         self._jobs.add(func_path, args, kwargs, at)
 
     def _on_wake(self, tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -> None:
-        """The timer's part: resume this step when its time comes."""
+        """The timer's part: resume this step when its time comes (a run's
+        control, below step 0, is claimed by a drain, as `request_resume` does)."""
+        if step_index < 0:
+            self._jobs.add(job_paths.DRAIN, (tenant_id,), {}, wake_at)
+            return
         self._jobs.add(job_paths.RESUME_RUN, (tenant_id, run_id, step_index), {}, wake_at)
 
     # --- driving -------------------------------------------------------------

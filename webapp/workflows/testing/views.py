@@ -11,6 +11,7 @@ from sqlalchemy import Connection, func, select
 
 from webapp.eventstore import Event, StreamId, read_stream
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.store.rows import NEVER
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 
@@ -74,6 +75,7 @@ def next_wake(conn: Connection, after: datetime) -> datetime | None:
     timeout, a retry backoff): where `advance` stops next."""
     return conn.execute(
         select(func.min(workflow_run_pending.c.wake_at)).where(
-            workflow_run_pending.c.wake_at > after
+            workflow_run_pending.c.wake_at > after,
+            workflow_run_pending.c.wake_at < NEVER,  # a cancel-on row until its event
         )
     ).scalar()

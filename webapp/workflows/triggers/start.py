@@ -25,11 +25,12 @@ from webapp.eventstore import (
 )
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
 from webapp.workflows.definition import catalog
-from webapp.workflows.definition.controls import priority_of
+from webapp.workflows.definition.controls import ControlError, priority_of
 from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
 from webapp.workflows.dispatch.signals import schedule_advance_many
 from webapp.workflows.store import definitions, pauses, runs, slots
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.triggers.run_controls import with_controls
 
 log = logging.getLogger("webapp.workflows")
 
@@ -77,12 +78,13 @@ def start_run(
     paused = pauses.is_paused(conn, wf.name)
     if key is None and slot is None and not paused:
         run_id = ev.run_id_for(wf.name, None)
-        _defer(conn, tenant_id, run_id, started)
+        _defer(conn, tenant_id, run_id, with_controls(wf, tenant_id, run_id, trigger, started))
         return run_id
     found = _keyed(conn, wf, tenant_id, trigger, key)
     if found is None:
         return None
     run_id, expected = found
+    started = with_controls(wf, tenant_id, run_id, trigger, started)
     event_type = ev.RUN_STARTED
     if slot is not None and wf.concurrency is not None:
         started = ev.with_slot(started, *slot)
@@ -225,7 +227,10 @@ def _apply_for(wf: Workflow) -> Any:
             # Recorded and swallowed: a re-throw would redeliver the event.
             record_trigger_failure(conn, wf, event.tenant_id, exc)
             return
-        start_run(conn, wf, event.tenant_id, event, key, slot)
+        try:
+            start_run(conn, wf, event.tenant_id, event, key, slot)
+        except ControlError as exc:  # a cancel_on match function raised
+            record_trigger_failure(conn, wf, event.tenant_id, exc)
 
     return apply
 

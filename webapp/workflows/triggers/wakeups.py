@@ -8,8 +8,9 @@ resume after commit), so an awaited event costs one queue hop. The append lock o
 with every suspension: a suspension committed before the event is seen here,
 one committed after it finds the event in its look-back (`suspend`).
 
-Behind it, as a net, one async projection per workflow that declares
-`awaits` does the same from a durable cursor (rows already woken are skipped).
+The rows a `cancel_on` event wakes are woken the same way (their claim
+cancels the run). Behind it, as a net, one async projection per workflow
+that declares `awaits` or `cancel_on` does the same from a durable cursor (rows already woken are skipped).
 A row whose expression cannot be evaluated is logged and skipped; it never
 blocks the other rows waiting on the same event.
 """
@@ -41,7 +42,7 @@ _inline_types: set[str] = set()
 
 
 def mount(wf: Workflow) -> None:
-    types = set(wf.awaits.values())
+    types = set(wf.awaits.values()) | {c.event_type for c in wf.cancel_on}
     for t in types - _inline_types:
         register_inline(t, apply)  # a no-op for types nobody waits for
         _inline_types.add(t)
