@@ -19,7 +19,7 @@ from webapp import db
 from webapp.eventstore import NewEvent
 from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.operations import OperationError, find_run
-from webapp.workflows.store import pauses, runs, slots, start_signal
+from webapp.workflows.store import pauses, rates, runs, slots, start_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import OPEN, RunStatus
 from webapp.workflows.store.tables import workflow_runs
@@ -102,7 +102,10 @@ def _unpause(conn: Connection, row: Any, actor: str | None) -> None:
 
 def _start_queued(conn: Connection, row: Any) -> None:
     """A queued run freed by a resume: a limited one waits for its key's slot
-    (refilled now), any other starts."""
+    (refilled now), a throttled or debounced one by its planned start (its
+    row, signalled again by the resume), any other starts."""
+    if rates.has_planned_start(conn, row):
+        return
     if row.concurrency_key is not None and slots.limit_for(row.workflow_name) is not None:
         slots.refill(conn, (row.tenant_id, row.workflow_name, row.concurrency_key))
         return

@@ -34,7 +34,16 @@ from croniter import croniter
 from webapp.eventstore.records import Event
 from webapp.workflows.definition import controls
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import CancelOn, Limit, limit, on
+from webapp.workflows.definition.controls import (
+    CancelOn,
+    Limit,
+    Quiet,
+    Rate,
+    limit,
+    on,
+    quiet,
+    rate,
+)
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json
 from webapp.workflows.definition.model import (
@@ -90,6 +99,8 @@ __all__ = [
     "return_",
     "limit",
     "on",
+    "quiet",
+    "rate",
     "send_mail",
     "send_webhook",
     "sha256_json",
@@ -122,6 +133,9 @@ def workflow(
     priority: Callable[[Event], int] | None = None,
     timeout: str | timedelta | None = None,
     cancel_on: Sequence[CancelOn] | None = None,
+    throttle: Rate | None = None,
+    rate_limit: Rate | None = None,
+    debounce: Quiet | None = None,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
 
@@ -132,6 +146,11 @@ def workflow(
     `timeout` (an ISO-8601 duration) fails a run still open that long after
     its trigger (reason deadline_exceeded); `cancel_on=[on(type, match=...)]`
     cancels an open run when a matching event comes (cancelled_by_event).
+
+    `throttle=rate(n, per=..., key=...)` queues starts beyond n per window,
+    `rate_limit=rate(...)` skips them (workflow.run-skipped), and
+    `debounce=quiet(period, key=..., max_wait=...)` starts one run with the
+    last trigger of a quiet period.
 
     `version` (an integer >= 1) lets several versions run side by side: a run
     finishes on the version it started with, new triggers start the highest
@@ -186,9 +205,17 @@ def workflow(
         priority,
         controls.deadline(name, timeout),
         controls.cancel_events(name, cancel_on),
+        *_rates(name, throttle, rate_limit, debounce, concurrency),
     )
     _validate(wf)
     return wf
+
+
+def _rates(
+    name: str, throttle: Any, rate_limit: Any, debounce: Any, concurrency: Any
+) -> tuple[Rate | None, Rate | None, Quiet | None]:
+    r = controls.rates(name, throttle, rate_limit, debounce, concurrency)
+    return r.throttle, r.rate_limit, r.debounce
 
 
 def _validate(wf: Workflow) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import CancelOn, Limit
+from webapp.workflows.definition.controls import CancelOn, Limit, Quiet, Rate, Rates
 from webapp.workflows.definition.errors import DefinitionError as DefinitionError  # re-exported
 from webapp.workflows.definition.fingerprint import fingerprint, shape
 
@@ -165,6 +165,14 @@ class Workflow:
     priority: Callable[[Event], int] | None = None
     timeout: timedelta | None = None  # an open run past it fails: deadline_exceeded
     cancel_on: tuple[CancelOn, ...] = ()
+    throttle: Rate | None = None  # the excess waits for the window
+    rate_limit: Rate | None = None  # the excess is skipped
+    debounce: Quiet | None = None  # the last trigger of a quiet period starts
+
+    @cached_property
+    def rates(self) -> Rates:
+        """Throttle, rate limit and debounce together (falsy: none declared)."""
+        return Rates(self.throttle, self.rate_limit, self.debounce)
 
     @cached_property
     def fingerprint(self) -> str:

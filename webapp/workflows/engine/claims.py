@@ -32,7 +32,7 @@ from webapp.workflows.engine.resume_rules import (
     wanted_events,
 )
 from webapp.workflows.engine.run_state import RunState
-from webapp.workflows.store import definitions, locks, runs, wake_signal
+from webapp.workflows.store import definitions, locks, rates, runs, wake_signal
 from webapp.workflows.store import run_events as ev
 
 log = logging.getLogger("webapp.workflows")
@@ -182,6 +182,10 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
             out.append(Claim(d.result))
             continue
         seen.add(p.run_id)
+        if d.result == ResumeResult.STARTED:  # decided under its rate key's lock, now
+            started = rates.start_due(conn, row)
+            out.append(Claim(ResumeResult.STARTED if started else ResumeResult.NOT_DUE))
+            continue
         if d.result == ResumeResult.RESUMED:
             resume_latency.resumed(conn, row.workflow_name, p, found)
         at = p.step_index if p.step_index >= 0 else row.step_index  # a control: where it is

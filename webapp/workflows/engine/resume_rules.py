@@ -50,6 +50,7 @@ class ResumeResult(StrEnum):
     NOT_RUNNING = "not-running"
     PAUSED = "paused"  # the run is paused: its pending row waits for the resume
     CANCELLED = "cancelled"  # a cancel-on event came: the run is cancelled
+    STARTED = "started"  # a queued run's planned start came (throttle, debounce)
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,8 @@ def decide(
 
 def decide_control(pending: Any, row: Any) -> Decision:
     """A run's control row fell due: its deadline passed (run-failed,
-    deadline_exceeded), or its cancel-on event came (run-cancelled). Only an
+    deadline_exceeded), its cancel-on event came (run-cancelled), or a
+    queued run's planned start came (started, by `store.rates`). Only an
     open run; a paused one keeps it for the resume, like its timers."""
     if row is None or row.status not in ev.OPEN:
         return Decision(ResumeResult.ALREADY)
@@ -188,6 +190,9 @@ def decide_control(pending: Any, row: Any) -> Decision:
         return Decision(ResumeResult.PAUSED)
     if pending.suspension_event_type == ev.DEADLINE:
         return _failed(ev.REASON_DEADLINE, "run deadline exceeded", claim=False)
+    if pending.suspension_event_type == ev.START:
+        queued = row.status == RunStatus.QUEUED
+        return Decision(ResumeResult.STARTED if queued else ResumeResult.ALREADY)
     if pending.suspension_event_type == ev.CANCEL_ON and pending.trigger_event_ref:
         return Decision(ResumeResult.CANCELLED, cancelled_by=_ref(pending.trigger_event_ref))
     return Decision(ResumeResult.ALREADY)

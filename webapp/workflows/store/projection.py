@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import Connection, delete, insert, or_, select, update
 
 from webapp import clock
 from webapp.eventstore import Event, register_inline
@@ -74,6 +75,7 @@ def apply(
     moved: list[Event] = []
     settling: list[Event] = []
     holds: list[tuple[Event, bool]] = []
+    moved_starts: list[Event] = []
     for e in events:
         key = (e.tenant_id, e.aggregate_id)
         if e.type in (ev.RUN_STARTED, ev.RUN_QUEUED):
@@ -86,7 +88,14 @@ def apply(
             if controls:
                 controlled.append(e)
             continue
+        if e.type == ev.RUN_SKIPPED:  # a run's only event: its row, settled
+            started.append(rows.skipped_row(e, now))
+            continue
         values = runs_values.setdefault(key, {})
+        if e.type in (ev.RUN_DEBOUNCED, ev.RUN_DELAYED):  # a queued run's start moves
+            values.update(rows.moved_start_values(e, now))
+            moved_starts.append(e)
+            continue
         if e.type in ev.SUSPENSIONS:
             row = rows.pending_row(e, rows.fingerprint_for(conn, e))
             new_rows[(*key, row["step_index"])] = row
@@ -122,7 +131,10 @@ def apply(
             delete(workflow_run_pending).where(
                 workflow_run_pending.c.tenant_id == tenant_id,
                 workflow_run_pending.c.run_id.in_(sorted(run_ids)),
-                workflow_run_pending.c.step_index >= 0,
+                or_(  # a queued run's planned start goes once it starts
+                    workflow_run_pending.c.step_index >= 0,
+                    workflow_run_pending.c.step_index == ev.START_STEP,
+                ),
             )
         )
     for tenant_id, run_ids in (_controlled_only(gone, settling) if running else gone).items():
@@ -144,6 +156,11 @@ def apply(
         [new_rows[k] for k in sorted(new_rows)],
         ["tenant_id", "run_id", "step_index"],
     )
+    for e in controlled:  # a run queued by a paused workflow: its rows wait for the resume
+        if e.payload.get("paused"):
+            _hold_pending(conn, e, True)
+    for e in moved_starts:
+        _move_start(conn, e)
     updated = sql.update_runs(conn, runs_values)
     if not running and settled and updated < len([v for v in runs_values.values() if v]):
         _insert_unstarted(conn, events, now)
@@ -182,6 +199,14 @@ def _look_back(conn: Connection, e: Event) -> None:
         if found is not None:
             pending.wake(conn, e.tenant_id, e.aggregate_id, ev.CANCEL_ON_STEP - i, found)
             return
+
+
+def _move_start(conn: Connection, e: Event) -> None:
+    """run-debounced / run-delayed: the run's START row moves to `startAt`."""
+    at = datetime.fromisoformat(e.payload["startAt"])
+    key = rows.pending_key(e) & (workflow_run_pending.c.step_index == ev.START_STEP)
+    conn.execute(update(workflow_run_pending).where(key).values(wake_at=at))
+    wake_signal.signal(conn, e.tenant_id, e.aggregate_id, ev.START_STEP, at)
 
 
 def _move_pending(conn: Connection, e: Event) -> None:

@@ -79,6 +79,18 @@ def control_rows(e: Event) -> list[dict[str, Any]]:
         trigger_event_ref=None,
     )
     out = []
+    if e.type == ev.RUN_QUEUED and p.get("startAt"):  # throttled or debounced: its start
+        out.append(
+            dict(
+                base,
+                step_index=ev.START_STEP,
+                suspension_event_type=ev.START,
+                wake_at=datetime.fromisoformat(p["startAt"]),
+                wait_event_type=None,
+                match_expr=None,
+                after_position=None,
+            )
+        )
     if p.get("deadlineAt"):
         out.append(
             dict(
@@ -157,6 +169,7 @@ def started_row(e: Event, now: datetime) -> dict[str, Any]:
         subject_id=(p["triggerEventRef"] or {}).get("aggregateId"),
         concurrency_key=p.get("concurrencyKey"),
         priority=p.get("priority"),
+        rate_key=p.get("rateKey"),
         started_position=e.position,
         results={},
         error=None,
@@ -185,9 +198,53 @@ def queued_row(e: Event, now: datetime) -> dict[str, Any]:
     lease, not started."""
     row = started_row(e, now)
     row.update(status=RunStatus.QUEUED, lease_until=None)
+    if e.payload.get("startAt"):  # throttled or debounced: when it plans to start
+        row["started_at"] = datetime.fromisoformat(e.payload["startAt"])
     if e.payload.get("paused"):
         row["paused_by"] = "workflow"
     return row
+
+
+def skipped_row(e: Event, now: datetime) -> dict[str, Any]:
+    """A run that never started (run-skipped): settled at once as skipped,
+    with its trigger and why (`reason`)."""
+    p = e.payload
+    ref = p["trigger"]["ref"]
+    return dict(
+        tenant_id=e.tenant_id,
+        run_id=e.aggregate_id,
+        workflow_name=p["workflowName"],
+        status=RunStatus.SKIPPED,
+        step_index=0,
+        attempt=0,
+        version=e.version,
+        fingerprint="",
+        definition_version=int(p.get("version") or 1),
+        idempotency_key=p.get("key"),
+        trigger_event_type=p["trigger"]["type"],
+        trigger_event_ref=ref,
+        subject_id=(ref or {}).get("aggregateId"),
+        started_position=e.position,
+        results={},
+        reason=p.get("reason"),
+        started_at=now,
+        updated_at=now,
+    )
+
+
+def moved_start_values(e: Event, now: datetime) -> dict[str, Any]:
+    """A queued run's start moved (run-debounced: to its new trigger too)."""
+    p = e.payload
+    values: dict[str, Any] = dict(
+        version=e.version, started_at=datetime.fromisoformat(p["startAt"]), updated_at=now
+    )
+    if e.type == ev.RUN_DEBOUNCED:
+        values.update(
+            trigger_event_type=p["triggerEventType"],
+            trigger_event_ref=p["triggerEventRef"],
+            subject_id=(p["triggerEventRef"] or {}).get("aggregateId"),
+        )
+    return values
 
 
 def paused_values(e: Event, now: datetime) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from webapp.workflows.definition.model import CronTrigger, EventTrigger, Webhook
 from webapp.workflows.dispatch.signals import schedule_advance_many
 from webapp.workflows.store import definitions, pauses, runs, slots
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.triggers import rates
 from webapp.workflows.triggers.run_controls import with_controls
 
 log = logging.getLogger("webapp.workflows")
@@ -71,12 +72,15 @@ def start_run(
     projection batch does not hold the append lock while it works. A run of a
     limited workflow (`slot`) starts only when its key has a free slot and
     nobody queued before it, decided just before commit; else it is queued
-    (run-queued), as is every new run of a paused workflow.
+    (run-queued), as is every new run of a paused workflow. A throttled,
+    rate-limited or debounced one is decided just before commit too
+    (`triggers.rates`): the id returned is then the run it would be.
     """
+    rate_key = wf.rates.key_for(trigger)  # ControlError: its key function failed
     started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key, wf.version)
     definitions.record(conn, wf)
     paused = pauses.is_paused(conn, wf.name)
-    if key is None and slot is None and not paused:
+    if key is None and slot is None and not paused and rate_key is None:
         run_id = ev.run_id_for(wf.name, None)
         _defer(conn, tenant_id, run_id, with_controls(wf, tenant_id, run_id, trigger, started))
         return run_id
@@ -85,6 +89,12 @@ def start_run(
         return None
     run_id, expected = found
     started = with_controls(wf, tenant_id, run_id, trigger, started)
+    if rate_key is not None:
+        item = rates.Admission(
+            wf, tenant_id, run_id, expected, started, trigger, rate_key, paused, key, slot
+        )
+        rates.defer(conn, item)
+        return run_id
     event_type = ev.RUN_STARTED
     if slot is not None and wf.concurrency is not None:
         started = ev.with_slot(started, *slot)
