@@ -194,7 +194,13 @@ def test_show_gives_a_queued_runs_key_and_place_and_a_waiting_runs_wait(use_work
     shown = runner.invoke(args=["workflows", "show", by_n[2].run_id]).output
     assert "status queued" in shown and "queued: key 'acme', position 2, priority 3" in shown
     js = json.loads(runner.invoke(args=["workflows", "show", by_n[1].run_id, "--json"]).output)
-    assert js["queue"] == {"key": "acme", "position": 1, "priority": 3}
+    assert js["queue"] == {
+        "key": "acme",
+        "position": 1,
+        "priority": 3,
+        "rateKey": None,
+        "startAt": None,
+    }
     assert js["version"] == 1 and js["events"][0]["type"] == ev.RUN_QUEUED
     waiting = json.loads(runner.invoke(args=["workflows", "show", by_n[0].run_id, "--json"]).output)
     assert waiting["queue"] is None

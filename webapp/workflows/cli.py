@@ -65,9 +65,12 @@ def show(run_id: str, as_json: bool) -> None:
         click.echo(f"  error: {info['error']} ({info['reason'] or 'step error'})")
     if info["queue"]:
         q = info["queue"]
-        click.echo(
-            f"  queued: key {q['key']!r}, position {q['position']}, priority {q['priority']}"
-        )
+        if q["startAt"] is not None:  # throttled or debounced
+            click.echo(f"  queued: rate key {q['rateKey']!r}, starts at {q['startAt']}")
+        else:
+            click.echo(
+                f"  queued: key {q['key']!r}, position {q['position']}, priority {q['priority']}"
+            )
     for p in info["pending"]:
         what = f"event {p['awaits']}" if p["awaits"] else p["kind"]
         click.echo(f"  waits: step {p['stepIndex']} for {what}, until {p['wakeAt']}")

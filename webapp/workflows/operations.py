@@ -61,6 +61,8 @@ def describe_run(conn: Connection, run_id: str) -> dict[str, Any]:
             "key": row.concurrency_key,
             "position": slots.queue_position(conn, row),
             "priority": row.priority,
+            "rateKey": row.rate_key,  # throttled or debounced: starts at startAt
+            "startAt": row.started_at.isoformat() if row.rate_key is not None else None,
         }
     return {
         "runId": row.run_id,
@@ -74,6 +76,7 @@ def describe_run(conn: Connection, run_id: str) -> dict[str, Any]:
         "reason": row.reason,
         "results": dict(row.results or {}),
         "concurrencyKey": row.concurrency_key,
+        "rateKey": row.rate_key,
         "queue": queue,
         "pending": [
             {
