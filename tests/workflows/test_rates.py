@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import webapp.workflows as wf
+from tests.support.metrics import delta, scrape
 from tests.support.workflows import emit, only_run, pending, run_events, runs
 from webapp.workflows import operations, pausing
 from webapp.workflows.dispatch import sweep
@@ -143,9 +144,10 @@ def test_a_paused_throttled_workflow_keeps_its_window_when_it_resumes(use_workfl
 
 
 def test_rate_limit_skips_the_excess_and_the_operator_counts_the_skipped(
-    use_workflow, work, clock, runner
+    use_workflow, work, clock, runner, client
 ):
     use_workflow(report(rate_limit=wf.rate(1, per="PT1H", key=user)))
+    before = scrape(client)
     for n in range(5):
         request(n, "u1")
     request(10, "u2")
@@ -162,6 +164,8 @@ def test_rate_limit_skips_the_excess_and_the_operator_counts_the_skipped(
     assert one[0].payload["trigger"]["type"] == "report.requested"
     assert set(one[0].payload) == {"workflowName", "trigger", "reason", "key", "version"}
 
+    skipped_total = "webapp_workflow_runs_skipped_total"
+    assert delta(scrape(client), before, skipped_total, workflow="report") == 5
     listed = runner.invoke(args=["workflows", "runs", "--status", "skipped"])
     assert listed.exit_code == 0, listed.output
     assert listed.output.count(" skipped ") == 5
@@ -275,3 +279,51 @@ def test_a_failing_rate_key_function_records_the_trigger_failure(use_workflow, w
     run = only_run("report")
     assert run.status == "failed"
     assert run_events(run.run_id)[-1].payload["error"].startswith("workflow step failed")
+
+
+def test_rate_limit_and_concurrency_together_skip_first_then_queue_for_a_slot(
+    use_workflow, work, clock
+):
+    use_workflow(
+        wf.workflow(
+            "report",
+            on="report.requested",
+            rate_limit=wf.rate(3, per="PT1H", key=user),
+            concurrency=wf.limit(max=1, key=user),
+            steps=[wf.wait("render", "PT1M"), wf.ret(lambda ctx: ctx.trigger.payload["n"])],
+        )
+    )
+    for n in range(5):
+        request(n)
+    work()
+    assert statuses() == ["queued", "queued", "skipped", "skipped", "suspended"]
+    for _ in range(3):
+        clock.advance(MINUTE)
+        due(work)
+    assert statuses() == ["completed"] * 3 + ["skipped"] * 2
+    assert sorted(r.results["return"] for r in runs("report") if r.status == "completed") == [
+        0,
+        1,
+        2,
+    ]
+
+
+def test_a_paused_debounced_workflow_keeps_collecting_and_starts_on_resume(
+    use_workflow, work, clock
+):
+    use_workflow(report(debounce=wf.quiet("PT30S", key=user)))
+    request(0)
+    work()
+    pausing.pause_workflow("report")
+    for n in range(1, 4):
+        request(n)
+        work()
+    clock.advance(MINUTE)
+    due(work)
+    run = only_run("report")
+    assert (run.status, run.paused_by) == ("queued", "workflow")  # due, but held by the pause
+    pausing.resume_workflow("report")
+    work()
+    due(work)
+    run = only_run("report")
+    assert run.status == "completed" and run.results["return"] == 3
