@@ -34,16 +34,7 @@ from croniter import croniter
 from webapp.eventstore.records import Event
 from webapp.workflows.definition import controls
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import (
-    CancelOn,
-    Limit,
-    Quiet,
-    Rate,
-    limit,
-    on,
-    quiet,
-    rate,
-)
+from webapp.workflows.definition.controls import CancelOn, Limit, limit, on, quiet, rate
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json
 from webapp.workflows.definition.model import (
@@ -133,9 +124,9 @@ def workflow(
     priority: Callable[[Event], int] | None = None,
     timeout: str | timedelta | None = None,
     cancel_on: Sequence[CancelOn] | None = None,
-    throttle: Rate | None = None,
-    rate_limit: Rate | None = None,
-    debounce: Quiet | None = None,
+    throttle: controls.Rate | None = None,
+    rate_limit: controls.Rate | None = None,
+    debounce: controls.Quiet | None = None,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
 
@@ -192,6 +183,7 @@ def workflow(
         raise DefinitionError(f"workflow {name!r}: concurrency= takes limit(max=..., key=...)")
     if priority is not None and not callable(priority):
         raise DefinitionError(f"workflow {name!r}: priority= takes a function of the event")
+    rates = controls.rates(name, throttle, rate_limit, debounce, concurrency)
     wf = Workflow(
         name,
         trigger,
@@ -205,17 +197,12 @@ def workflow(
         priority,
         controls.deadline(name, timeout),
         controls.cancel_events(name, cancel_on),
-        *_rates(name, throttle, rate_limit, debounce, concurrency),
+        rates.throttle,
+        rates.rate_limit,
+        rates.debounce,
     )
     _validate(wf)
     return wf
-
-
-def _rates(
-    name: str, throttle: Any, rate_limit: Any, debounce: Any, concurrency: Any
-) -> tuple[Rate | None, Rate | None, Quiet | None]:
-    r = controls.rates(name, throttle, rate_limit, debounce, concurrency)
-    return r.throttle, r.rate_limit, r.debounce
 
 
 def _validate(wf: Workflow) -> None:

@@ -1,10 +1,12 @@
 """Flow controls declared on a workflow: how many runs may hold a slot at
 once (`limit`), in which order queued runs start (`priority`), the events
-that cancel an open run (`on`, for `cancel_on=`) and the run's deadline
-(`timeout=`, `deadline`).
+that cancel an open run (`on`, for `cancel_on=`), the run's deadline
+(`timeout=`, `deadline`), and how many may start per window (`rate`, for
+`throttle=` and `rate_limit=`) or after a quiet period (`quiet`, for
+`debounce=`), checked together (`rates`).
 
 Pure data, checked when the workflow is defined; the store enforces them
-(`webapp.workflows.store.slots`).
+(`webapp.workflows.store.slots`, `webapp.workflows.store.rates`).
 """
 
 from __future__ import annotations
