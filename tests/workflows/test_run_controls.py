@@ -227,3 +227,14 @@ def test_on_refuses_a_bad_event_type_or_match():
         wf.on("")
     with pytest.raises(wf.DefinitionError, match="match"):
         wf.on("order.cancelled", match={"kind": "nonsense"})
+
+
+def test_show_names_the_deadline_and_the_cancelling_event(use_workflow, work, runner):
+    use_workflow(
+        sleeper(timeout="PT1H", cancel_on=[wf.on("order.cancelled", match=cancelled_on_order)])
+    )
+    emit("order.placed", {"orderId": "o1"}, aggregate_id="o1")
+    work()
+    out = runner.invoke(args=["workflows", "show", only_run("sleeper").run_id]).output
+    assert "  deadline: " in out and "  cancelled by: event order.cancelled" in out
+    assert "waits: step 0 for event order.paid" in out

@@ -69,8 +69,17 @@ def show(run_id: str, as_json: bool) -> None:
             f"  queued: key {q['key']!r}, position {q['position']}, priority {q['priority']}"
         )
     for p in info["pending"]:
-        what = f"event {p['awaits']}" if p["awaits"] else p["kind"]
-        click.echo(f"  waits: step {p['stepIndex']} for {what}, until {p['wakeAt']}")
+        if p["kind"] == "deadline":
+            click.echo(f"  deadline: {p['wakeAt']}")
+        elif p["kind"] == "cancel-on":
+            click.echo(f"  cancelled by: event {p['awaits']}")
+        else:
+            what = f"event {p['awaits']}" if p["awaits"] else p["kind"]
+            click.echo(f"  waits: step {p['stepIndex']} for {what}, until {p['wakeAt']}")
+    if info["parent"]:
+        click.echo(f"  parent: {info['parent']}")
+    for c in info["children"]:
+        click.echo(f"  child: {c['runId']}  {c['workflow']}  {c['status']}")
     click.echo(f"  results: {json.dumps(info['results'], sort_keys=True, default=str)}")
     for e in info["events"]:
         click.echo(

@@ -33,6 +33,7 @@ from croniter import croniter
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition import controls
+from webapp.workflows.definition.children import child_step, run_workflow
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.controls import CancelOn, Limit, limit, on
 from webapp.workflows.definition.durations import parse_duration, to_instant
@@ -41,6 +42,7 @@ from webapp.workflows.definition.model import (
     AppendEvent,
     Branch,
     Call,
+    ChildTrigger,
     Compute,
     CronTrigger,
     DefinitionError,
@@ -88,6 +90,7 @@ __all__ = [
     "ret",
     "retry",
     "return_",
+    "run_workflow",
     "limit",
     "on",
     "send_mail",
@@ -122,6 +125,7 @@ def workflow(
     priority: Callable[[Event], int] | None = None,
     timeout: str | timedelta | None = None,
     cancel_on: Sequence[CancelOn] | None = None,
+    child: bool = False,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
 
@@ -142,12 +146,15 @@ def workflow(
     """
     if not _NAME.match(name):
         raise DefinitionError(f"workflow name {name!r}: lower-case letters, digits, . _ - only")
-    if sum(x is not None for x in (on, cron, webhook)) != 1:
+    if sum(x is not None for x in (on, cron, webhook)) + bool(child) != 1:
         raise DefinitionError(
-            f"workflow {name!r}: give exactly one trigger: on=, cron= or webhook="
+            f"workflow {name!r}: give exactly one trigger: on=, cron= or webhook= "
+            "(or child=True: started only by a parent's run_workflow step)"
         )
     trigger: Trigger
-    if on is not None:
+    if child:
+        trigger = ChildTrigger()
+    elif on is not None:
         trigger = EventTrigger(on, filter)
     elif cron is not None:
         if not croniter.is_valid(cron):
@@ -196,14 +203,14 @@ def _validate(wf: Workflow) -> None:
         raise DefinitionError(f"workflow {wf.name!r} has no steps")
     seen: set[str] = set()
 
-    def walk(steps: Sequence[Step], top: bool) -> None:
+    def walk(steps: Sequence[Step], top: bool, around_child: bool = False) -> None:
         for s in steps:
             if not isinstance(s, Step):
                 raise DefinitionError(f"workflow {wf.name!r}: {s!r} is not a step")
             if s.name in seen:
                 raise DefinitionError(f"workflow {wf.name!r}: step name {s.name!r} used twice")
             seen.add(s.name)
-            if s.suspends and not top:
+            if s.suspends and not top and not around_child:
                 raise DefinitionError(
                     f"workflow {wf.name!r}: {type(s).__name__.lower()} step {s.name!r} must be a "
                     "top-level step (only top-level steps can suspend the run)"
@@ -213,8 +220,8 @@ def _validate(wf: Workflow) -> None:
                     f"workflow {wf.name!r}: step {s.name!r} waits for {s.event!r}, "
                     f"which is not a key of awaits ({', '.join(sorted(wf.awaits)) or 'none'})"
                 )
-            if isinstance(s, Retry):
-                walk(s.do, False)
+            if isinstance(s, Retry):  # a retry around one run_workflow may suspend with it
+                walk(s.do, False, top and child_step(s) is not None)
             elif isinstance(s, Branch):
                 walk(s.then, False)
                 walk(s.otherwise, False)

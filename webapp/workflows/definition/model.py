@@ -42,7 +42,14 @@ class WebhookTrigger:
     kind: Literal["webhook"] = "webhook"
 
 
-Trigger = EventTrigger | CronTrigger | WebhookTrigger
+@dataclass(frozen=True)
+class ChildTrigger:
+    """Started only by a parent's `run_workflow` step."""
+
+    kind: Literal["child"] = "child"
+
+
+Trigger = EventTrigger | CronTrigger | WebhookTrigger | ChildTrigger
 
 # -- steps ----------------------------------------------------------------------
 
@@ -105,6 +112,18 @@ class Retry(Step):
         if self.backoff == "linear":
             return self.base_delay * failed_attempt
         return self.base_delay * (2 ** (failed_attempt - 1))
+
+
+@dataclass(frozen=True)
+class RunWorkflow(Step):
+    """Start a child run of `workflow` with `input`; with `wait`, suspend
+    until it settles and take its return value (its failure raises here)."""
+
+    workflow: str
+    input: Any  # value or function of ctx
+    wait: bool = True
+    suspends = True
+    uses_db = True
 
 
 @dataclass(frozen=True)

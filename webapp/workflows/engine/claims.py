@@ -32,7 +32,7 @@ from webapp.workflows.engine.resume_rules import (
     wanted_events,
 )
 from webapp.workflows.engine.run_state import RunState
-from webapp.workflows.store import definitions, locks, runs, wake_signal
+from webapp.workflows.store import children, definitions, locks, runs, wake_signal
 from webapp.workflows.store import run_events as ev
 
 log = logging.getLogger("webapp.workflows")
@@ -164,11 +164,22 @@ def _found(conn: Connection, ids: set[str]) -> dict[str, Any]:
     return get_events(conn, ids) if ids else {}
 
 
+def _children_of(pairs: list[Any], found: dict[str, Any]) -> set[str]:
+    """The settled children whose waiting parents these pairs wake."""
+    out = set()
+    for p, _ in pairs:
+        e = found.get(_ref(p.trigger_event_ref))
+        if p.suspension_event_type == ev.CHILD_STARTED and e is not None:
+            out.add(str(e.payload.get("childRunId")))
+    return out
+
+
 def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
     """Rules 2-7 for (pending, runs row) pairs the caller locked, inside the
     caller's transaction: one Claim per pair."""
     found = _found(conn, set().union(*(wanted_events(p, row) for p, row in pairs if row)))
     shapes = old_shapes(conn, [row for _, row in pairs])
+    kids = children.results_of(conn, tenant_id, _children_of(pairs, found))
     writes = _Writes(tenant_id)
     out: list[Claim] = []
     seen: set[str] = set()
@@ -177,7 +188,7 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
             out.append(Claim(ResumeResult.ALREADY))
             continue
         wf = definition_of(row)
-        d = decide(p, row, wf, found, shapes.get(row.fingerprint))
+        d = decide(p, row, wf, found, shapes.get(row.fingerprint), kids)
         if d.result == ResumeResult.ALREADY:
             out.append(Claim(d.result))
             continue

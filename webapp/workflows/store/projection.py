@@ -27,7 +27,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 from webapp import clock
 from webapp.eventstore import Event, register_inline
 from webapp.workflows.definition import catalog
-from webapp.workflows.store import pending, rows, slots, sql, wake_signal
+from webapp.workflows.store import children, pending, rows, slots, sql, wake_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
@@ -92,6 +92,14 @@ def apply(
             new_rows[(*key, row["step_index"])] = row
             values.update(rows.suspended_values(e, now))
             continue
+        if e.type == ev.CHILD_STARTED and e.payload.get("wait"):  # waits for its child
+            row = children.waiting_row(e)
+            new_rows[(*key, row["step_index"])] = row
+            values.update(rows.suspended_values(e, now))
+            continue
+        if e.type in (ev.CHILD_STARTED, ev.CHILD_SETTLED):  # a record: the run goes on
+            values.update(version=e.version, updated_at=now)
+            continue
         if e.type == ev.RUN_MIGRATED:  # the suspension (if any) moves with the run
             values.update(rows.migrated_values(e, now))
             moved.append(e)
@@ -149,6 +157,7 @@ def apply(
         _insert_unstarted(conn, events, now)
     if settling:
         slots.after_settle(conn, settling)
+        children.after_settle(conn, settling)
     for tenant_id, run_id, step_index in sorted(new_rows):
         at = new_rows[(tenant_id, run_id, step_index)]["wake_at"]
         if at != rows.NEVER:

@@ -157,6 +157,7 @@ def started_row(e: Event, now: datetime) -> dict[str, Any]:
         subject_id=(p["triggerEventRef"] or {}).get("aggregateId"),
         concurrency_key=p.get("concurrencyKey"),
         priority=p.get("priority"),
+        parent_run_id=p.get("parentRunId"),
         started_position=e.position,
         results={},
         error=None,

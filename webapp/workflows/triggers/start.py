@@ -28,9 +28,9 @@ from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import ControlError, priority_of
 from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
 from webapp.workflows.dispatch.signals import schedule_advance_many
+from webapp.workflows.engine.run_controls import with_controls
 from webapp.workflows.store import definitions, pauses, runs, slots
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.triggers.run_controls import with_controls
 
 log = logging.getLogger("webapp.workflows")
 
