@@ -14,10 +14,11 @@ net for a limit raised by a deploy or a lost refill.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, tuple_
 
 from webapp import db
 from webapp.eventstore import Event, NewEvent, StreamId, append, hold_append_lock
@@ -91,6 +92,67 @@ def queued(
     if not db.is_sqlite(conn):
         q = q.with_for_update(skip_locked=skip_locked)
     return list(conn.execute(q))
+
+
+def lock_keys(conn: Connection, keys: Sequence[Key]) -> None:
+    """`lock_key` for many keys at once: one insert of the missing rows, one
+    locking read, in key order (every locker of several keys orders them so)."""
+    hold_append_lock(conn)
+    ordered = sorted(set(keys))
+    c = workflow_slot_keys.c
+    sql.insert_ignore_many(
+        conn,
+        workflow_slot_keys,
+        [dict(tenant_id=t, workflow_name=w, concurrency_key=k) for t, w, k in ordered],
+        ["tenant_id", "workflow_name", "concurrency_key"],
+    )
+    if not db.is_sqlite(conn):
+        conn.execute(
+            select(c.tenant_id)
+            .where(tuple_(c.tenant_id, c.workflow_name, c.concurrency_key).in_(ordered))
+            .order_by(c.tenant_id, c.workflow_name, c.concurrency_key)
+            .with_for_update()
+        )
+
+
+def admit_many(conn: Connection, wanted: Sequence[tuple[Key, Limit]]) -> list[bool]:
+    """`admits` for a batch of new triggers, in their order: each key locked
+    once, its holders counted and its queue checked once for all of them
+    (four statements whatever the batch), then the first free-slot-many of a
+    key start and the rest queue."""
+    keys = sorted({key for key, _ in wanted})
+    if not keys:
+        return []
+    lock_keys(conn, keys)
+    c = workflow_runs.c
+    of = tuple_(c.tenant_id, c.workflow_name, c.concurrency_key).in_(keys)
+    held = Counter(
+        {
+            (t, w, k): n
+            for t, w, k, n in conn.execute(
+                select(c.tenant_id, c.workflow_name, c.concurrency_key, func.count())
+                .where(of, c.status.in_(HOLDING))
+                .group_by(c.tenant_id, c.workflow_name, c.concurrency_key)
+            )
+        }
+    )
+    waiting = {
+        (t, w, k)
+        for t, w, k in conn.execute(
+            select(c.tenant_id, c.workflow_name, c.concurrency_key)
+            .where(of, c.status == RunStatus.QUEUED, c.paused_by.is_(None))
+            .distinct()
+        )
+    }
+    out = []
+    for key, limit in wanted:
+        ok = key not in waiting and held[key] < limit.max
+        if ok:
+            held[key] += 1
+        else:
+            waiting.add(key)  # one queued: the later ones of the batch queue behind it
+        out.append(ok)
+    return out
 
 
 def admits(conn: Connection, key: Key, limit: Limit) -> bool:

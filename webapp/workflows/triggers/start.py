@@ -20,17 +20,16 @@ from webapp.eventstore import (
     StreamId,
     VersionConflict,
     append,
-    append_many,
     projections,
 )
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import ControlError, priority_of
 from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
-from webapp.workflows.dispatch.signals import schedule_advance_many
 from webapp.workflows.engine.run_controls import with_controls
-from webapp.workflows.store import definitions, pauses, runs, slots
+from webapp.workflows.store import definitions, pauses, runs
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.triggers import deferred
 
 log = logging.getLogger("webapp.workflows")
 
@@ -78,7 +77,9 @@ def start_run(
     paused = pauses.is_paused(conn, wf.name)
     if key is None and slot is None and not paused:
         run_id = ev.run_id_for(wf.name, None)
-        _defer(conn, tenant_id, run_id, with_controls(wf, tenant_id, run_id, trigger, started))
+        deferred.defer(
+            conn, tenant_id, run_id, with_controls(wf, tenant_id, run_id, trigger, started)
+        )
         return run_id
     found = _keyed(conn, wf, tenant_id, trigger, key)
     if found is None:
@@ -90,7 +91,9 @@ def start_run(
         started = ev.with_slot(started, *slot)
         if not paused:  # admitted just before commit, like the deferred starts
             key_of = (tenant_id, wf.name, slot[0])
-            _defer_admission(conn, (tenant_id, run_id, expected, started, key_of, wf.concurrency))
+            deferred.defer_admission(
+                conn, (tenant_id, run_id, expected, started, key_of, wf.concurrency)
+            )
             return run_id
     if paused:  # a paused workflow queues its new runs until it resumes
         event_type = ev.RUN_QUEUED
@@ -102,7 +105,7 @@ def start_run(
         log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
         return None
     if event_type == ev.RUN_STARTED:
-        _advance_after_commit(conn, tenant_id, run_id)
+        deferred.advance_after_commit(conn, tenant_id, run_id)
     return run_id
 
 
@@ -122,77 +125,6 @@ def _keyed(
         run_id = ev.run_id_for(wf.name, f"{key}|{trigger.id}")
         row = runs.lock_run(conn, tenant_id, run_id)
     return run_id, (row.version if row is not None else 0)
-
-
-_STARTS = "workflows.deferred_starts"
-_ADVANCES = "workflows.started_runs"
-ADVANCE_CHUNK = 10  # runs per advance job: fewer jobs, and still spread over workers
-
-
-def _defer(conn: Connection, tenant_id: str, run_id: str, started: dict[str, Any]) -> None:
-    scope = db.tx_scope(conn)
-    starts = scope.get(_STARTS)
-    if starts is None:
-        starts = scope[_STARTS] = []
-        db.before_commit(conn, lambda: _flush_starts(conn))
-    starts.append((runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], 0))
-
-
-_ADMISSIONS = "workflows.deferred_admissions"
-
-
-def _defer_admission(conn: Connection, item: tuple[Any, ...]) -> None:
-    """A limited workflow's run: decide started or queued just before commit,
-    so the append lock the admission takes is held only for the commit, not
-    for the rest of the trigger batch."""
-    scope = db.tx_scope(conn)
-    items = scope.get(_ADMISSIONS)
-    if items is None:
-        items = scope[_ADMISSIONS] = []
-        db.before_commit(conn, lambda: _flush_admissions(conn))
-    items.append(item)
-
-
-def _flush_admissions(conn: Connection) -> None:
-    for tenant_id, run_id, expected, payload, key, limit in db.tx_scope(conn).pop(_ADMISSIONS, []):
-        event_type = ev.RUN_STARTED if slots.admits(conn, key, limit) else ev.RUN_QUEUED
-        stream = runs.stream(tenant_id, run_id)
-        try:
-            with conn.begin_nested():
-                append(conn, stream, [NewEvent(event_type, payload)], expected)
-        except VersionConflict:
-            log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
-            continue
-        if event_type == ev.RUN_STARTED:
-            _advance_after_commit(conn, tenant_id, run_id)
-
-
-def _flush_starts(conn: Connection) -> None:
-    starts = db.tx_scope(conn).pop(_STARTS, [])
-    if starts:
-        append_many(conn, starts)
-    for s, _, _ in starts:
-        _advance_after_commit(conn, s.tenant_id, s.aggregate_id)
-
-
-def _advance_after_commit(conn: Connection, tenant_id: str, run_id: str) -> None:
-    """Collect the transaction's started runs; after commit, one advance job
-    per chunk of them."""
-    scope = db.tx_scope(conn)
-    started = scope.get(_ADVANCES)
-    if started is None:
-        started = scope[_ADVANCES] = []
-        db.after_commit(conn, lambda: _enqueue_advances(started))
-    started.append((tenant_id, run_id))
-
-
-def _enqueue_advances(started: list[tuple[str, str]]) -> None:
-    by_tenant: dict[str, list[str]] = {}
-    for tenant_id, run_id in started:
-        by_tenant.setdefault(tenant_id, []).append(run_id)
-    for tenant_id, ids in by_tenant.items():
-        for i in range(0, len(ids), ADVANCE_CHUNK):
-            schedule_advance_many(tenant_id, ids[i : i + ADVANCE_CHUNK])
 
 
 def record_trigger_failure(conn: Connection, wf: Workflow, tenant_id: str, exc: Exception) -> None:
