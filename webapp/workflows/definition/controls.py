@@ -28,10 +28,12 @@ class ControlError(DefinitionError):
 class Limit:
     """At most `max` runs of one key (or of the whole workflow, without a key)
     hold a slot at once: a run holds its slot from start until it settles,
-    waiting included."""
+    waiting included (`slot="held"`), or only while it runs (`slot="active"`:
+    a resumed run takes a slot again, and waits for one when none is free)."""
 
     max: int
     key: Callable[[Event], Any] | None = None
+    slot: str = "held"  # "active": a waiting run gives its slot back until it resumes
 
     def key_for(self, event: Event) -> str:
         """The run's concurrency key ("" for a workflow-wide limit)."""
@@ -52,11 +54,12 @@ def limit(max: int, key: Callable[[Event], Any] | None = None, slot: str = "held
         raise ControlError(f"limit(max=...) must be an integer >= 1, got {max!r}")
     if key is not None and not callable(key):
         raise ControlError("limit(key=...) must be a function of the trigger event")
-    if slot != "held":
+    if slot not in ("held", "active"):
         raise ControlError(
-            f"limit(slot={slot!r}): only slot='held' is supported (a waiting run keeps its slot)"
+            f"limit(slot={slot!r}): slot is 'held' (a waiting run keeps its slot) or "
+            "'active' (it gives the slot back while it waits)"
         )
-    return Limit(max, key)
+    return Limit(max, key, slot)
 
 
 def priority_of(fn: Callable[[Event], Any] | None, event: Event) -> int:

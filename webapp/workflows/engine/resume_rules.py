@@ -50,6 +50,7 @@ class ResumeResult(StrEnum):
     NOT_RUNNING = "not-running"
     PAUSED = "paused"  # the run is paused: its pending row waits for the resume
     CANCELLED = "cancelled"  # a cancel-on event came: the run is cancelled
+    NO_SLOT = "no-slot"  # slot="active": no free slot to resume into; it waits for one
 
 
 @dataclass(frozen=True)

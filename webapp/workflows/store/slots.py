@@ -24,8 +24,8 @@ from webapp import db
 from webapp.eventstore import Event, NewEvent, StreamId, append, hold_append_lock
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import Limit
+from webapp.workflows.store import pending, sql, start_signal
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store import sql, start_signal
 from webapp.workflows.store.run_events import HOLDING, RunStatus
 from webapp.workflows.store.tables import workflow_runs, workflow_slot_keys
 
@@ -64,8 +64,14 @@ def _of(key: Key) -> Any:
     return (c.tenant_id == key[0]) & (c.workflow_name == key[1]) & (c.concurrency_key == key[2])
 
 
-def holders(conn: Connection, key: Key) -> int:
-    q = select(func.count()).where(_of(key), workflow_runs.c.status.in_(HOLDING))
+def holding(limit: Limit) -> tuple[RunStatus, ...]:
+    """The statuses that hold a slot: running or waiting, or running only
+    (`slot="active"`)."""
+    return (RunStatus.RUNNING,) if limit.slot == "active" else HOLDING
+
+
+def holders(conn: Connection, key: Key, limit: Limit) -> int:
+    q = select(func.count()).where(_of(key), workflow_runs.c.status.in_(holding(limit)))
     return int(conn.execute(q).scalar_one())
 
 
@@ -115,35 +121,40 @@ def lock_keys(conn: Connection, keys: Sequence[Key]) -> None:
         )
 
 
-def admit_many(conn: Connection, wanted: Sequence[tuple[Key, Limit]]) -> list[bool]:
+def admit_many(
+    conn: Connection, wanted: Sequence[tuple[Key, Limit]], behind_queue: bool = True
+) -> list[bool]:
     """`admits` for a batch of new triggers, in their order: each key locked
     once, its holders counted and its queue checked once for all of them
     (four statements whatever the batch), then the first free-slot-many of a
-    key start and the rest queue."""
+    key start and the rest queue. `behind_queue=False` (resumes of
+    `slot="active"` runs): a free slot is taken whoever is queued."""
     keys = sorted({key for key, _ in wanted})
     if not keys:
         return []
     lock_keys(conn, keys)
     c = workflow_runs.c
     of = tuple_(c.tenant_id, c.workflow_name, c.concurrency_key).in_(keys)
-    held = Counter(
-        {
-            (t, w, k): n
-            for t, w, k, n in conn.execute(
-                select(c.tenant_id, c.workflow_name, c.concurrency_key, func.count())
-                .where(of, c.status.in_(HOLDING))
-                .group_by(c.tenant_id, c.workflow_name, c.concurrency_key)
+    counts = conn.execute(
+        select(c.tenant_id, c.workflow_name, c.concurrency_key, c.status, func.count())
+        .where(of, c.status.in_(HOLDING))
+        .group_by(c.tenant_id, c.workflow_name, c.concurrency_key, c.status)
+    ).all()
+    limits = dict(wanted)
+    held = Counter[Key]()
+    for t, w, k, status, n in counts:
+        if status in holding(limits[(t, w, k)]):
+            held[(t, w, k)] += n
+    waiting: set[Key] = set()
+    if behind_queue:
+        waiting = {
+            (t, w, k)
+            for t, w, k in conn.execute(
+                select(c.tenant_id, c.workflow_name, c.concurrency_key)
+                .where(of, c.status == RunStatus.QUEUED, c.paused_by.is_(None))
+                .distinct()
             )
         }
-    )
-    waiting = {
-        (t, w, k)
-        for t, w, k in conn.execute(
-            select(c.tenant_id, c.workflow_name, c.concurrency_key)
-            .where(of, c.status == RunStatus.QUEUED, c.paused_by.is_(None))
-            .distinct()
-        )
-    }
     out = []
     for key, limit in wanted:
         ok = key not in waiting and held[key] < limit.max
@@ -158,7 +169,7 @@ def admit_many(conn: Connection, wanted: Sequence[tuple[Key, Limit]]) -> list[bo
 def admits(conn: Connection, key: Key, limit: Limit) -> bool:
     """For a new trigger (the key locked here, until commit): may it start now?"""
     lock_key(conn, key)
-    return holders(conn, key) < limit.max and not queued(conn, key, 1)
+    return holders(conn, key, limit) < limit.max and not queued(conn, key, 1)
 
 
 def refill(conn: Connection, key: Key) -> list[str]:
@@ -167,7 +178,11 @@ def refill(conn: Connection, key: Key) -> list[str]:
     if limit is None:
         return []
     lock_key(conn, key)
-    free = limit.max - holders(conn, key)
+    free = limit.max - holders(conn, key, limit)
+    if free <= 0:
+        return []
+    if limit.slot == "active":  # runs waiting for a slot to resume go first
+        free -= pending.release_held(conn, key, free)
     if free <= 0:
         return []
     started = []
@@ -179,11 +194,14 @@ def refill(conn: Connection, key: Key) -> list[str]:
     return started
 
 
-def after_settle(conn: Connection, settled: Sequence[Event]) -> None:
-    """Runs of limited workflows settled in this transaction: refill their
-    keys just before it commits (one read, only when such a workflow exists)."""
+def after_settle(conn: Connection, settled: Sequence[Event], active_only: bool = False) -> None:
+    """Runs of limited workflows settled in this transaction (or, with
+    `active_only`, runs of `slot="active"` workflows that suspended): refill
+    their keys just before it commits (one read, only when such a workflow
+    exists)."""
     names = {str(e.payload.get("workflowName")) for e in settled}
-    if not any(limit_for(n) is not None for n in names):
+    limits = [limit_for(n) for n in names]
+    if not any(lim is not None and (lim.slot == "active" or not active_only) for lim in limits):
         return
     c = workflow_runs.c
     ids = sorted({e.aggregate_id for e in settled})
@@ -206,13 +224,14 @@ def _refill_once(conn: Connection, key: Key) -> None:
 
 
 def keys_with_queued(conn: Connection, tenant_id: str) -> list[Key]:
+    """Keys with queued runs, or with runs waiting for a slot to resume."""
     c = workflow_runs.c
     q = (
         select(c.tenant_id, c.workflow_name, c.concurrency_key)
         .where(c.tenant_id == tenant_id, c.status == RunStatus.QUEUED)
         .distinct()
     )
-    return [(t, w, k) for t, w, k in conn.execute(q)]
+    return sorted({(t, w, k) for t, w, k in conn.execute(q)} | pending.held_keys(conn, tenant_id))
 
 
 def queue_position(conn: Connection, row: Any) -> int | None:
