@@ -33,7 +33,7 @@ from croniter import croniter
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import Limit, limit
+from webapp.workflows.definition.controls import Limit, cron_policies, limit
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json
 from webapp.workflows.definition.model import (
@@ -118,12 +118,18 @@ def workflow(
     start: bool = True,
     concurrency: Limit | None = None,
     priority: Callable[[Event], int] | None = None,
+    overlap: Literal["skip", "buffer_one", "allow"] | None = None,
+    catchup: str | timedelta | None = None,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
 
     `concurrency=limit(max, key=...)` caps the runs holding a slot at once
     (per key); a run over the limit is queued, and queued runs start by
     `priority` (a function of the trigger event: 1 to 5, 5 first), then oldest.
+
+    A cron workflow's `overlap` decides a tick that arrives while its previous
+    run is open: "skip" (default), "buffer_one" or "allow"; `catchup="PT1H"`
+    fires the ticks missed in the last hour after downtime.
 
     `version` (an integer >= 1) lets several versions run side by side: a run
     finishes on the version it started with, new triggers start the highest
@@ -165,6 +171,7 @@ def workflow(
         raise DefinitionError(f"workflow {name!r}: concurrency= takes limit(max=..., key=...)")
     if priority is not None and not callable(priority):
         raise DefinitionError(f"workflow {name!r}: priority= takes a function of the event")
+    overlap_, window = cron_policies(name, cron is not None, overlap, catchup, concurrency)
     wf = Workflow(
         name,
         trigger,
@@ -176,6 +183,8 @@ def workflow(
         start,
         concurrency,
         priority,
+        overlap_,
+        window,
     )
     _validate(wf)
     return wf

@@ -21,11 +21,12 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    SKIPPED = "skipped"  # never started: its trigger was refused (a cron overlap, a rate limit)
 
 
 OPEN = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUSPENDED)
 HOLDING = (RunStatus.RUNNING, RunStatus.SUSPENDED)  # holds its concurrency slot
-SETTLED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+SETTLED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.SKIPPED)
 
 AGGREGATE_TYPE = "workflow-run"
 
@@ -44,6 +45,7 @@ RUN_RETRIED = "workflow.run-retried"
 RUN_MIGRATED = "workflow.run-migrated"
 RUN_PAUSED = "workflow.run-paused"
 RUN_UNPAUSED = "workflow.run-unpaused"
+RUN_SKIPPED = "workflow.run-skipped"
 
 SUSPENSIONS = (STEP_WAITING, STEP_WAITING_FOR_EVENT, RETRY_SCHEDULED)
 SETTLING = (RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED)
@@ -57,11 +59,14 @@ ALL = (
     RUN_MIGRATED,
     RUN_PAUSED,
     RUN_UNPAUSED,
+    RUN_SKIPPED,
 )
 
 # Events that trigger cron and webhook workflows (a run always references one).
 CRON_TICKED = "workflow.cron-ticked"
 WEBHOOK_RECEIVED = "workflow.webhook-received"
+
+SKIPPED_OVERLAP = "overlap"  # run-skipped: a cron tick while the previous run was open
 
 REASON_DEFINITION_CHANGED = "workflow_definition_changed"
 REASON_TRIGGER_UNAVAILABLE = "trigger_event_unavailable"
@@ -227,3 +232,23 @@ def run_paused(workflow_name: str, step_index: int, by: str) -> dict[str, Any]:
 
 def run_unpaused(workflow_name: str, step_index: int) -> dict[str, Any]:
     return {"workflowName": workflow_name, "stepIndex": step_index}
+
+
+def run_skipped(
+    workflow: str,
+    trigger_type: str,
+    trigger_ref: dict[str, Any],
+    reason: str,
+    key: str | None,
+    version: int,
+) -> dict[str, Any]:
+    """The one event of a run that never started: its trigger (`type`, `ref`
+    as in run-started's `triggerEventRef`), why (`reason`: "overlap", ...),
+    its idempotency key (or None) and the workflow version it would have run."""
+    return {
+        "workflowName": workflow,
+        "trigger": {"type": trigger_type, "ref": trigger_ref},
+        "reason": reason,
+        "key": key,
+        "version": version,
+    }

@@ -33,12 +33,13 @@ Key = tuple[str, str, str]  # (tenant, workflow, concurrency key)
 
 def limit_for(workflow_name: str) -> Limit | None:
     """The limit in force: the one of the version new triggers start (else
-    of the highest version registered)."""
+    of the highest version registered); a cron workflow's overlap skip or
+    buffer_one is a limit of one."""
     wf = catalog.get(workflow_name)
     if wf is None:
         versions = catalog.versions(workflow_name)
         wf = versions[-1] if versions else None
-    return wf.concurrency if wf is not None else None
+    return wf.slot_limit if wf is not None else None
 
 
 def lock_key(conn: Connection, key: Key) -> None:
@@ -91,6 +92,18 @@ def queued(
     if not db.is_sqlite(conn):
         q = q.with_for_update(skip_locked=skip_locked)
     return list(conn.execute(q))
+
+
+def open_counts(conn: Connection, tenant_id: str, workflow: str) -> tuple[int, int]:
+    """(holding a slot, queued): the open runs of a workflow in a tenant, any key."""
+    c = workflow_runs.c
+    q = (
+        select(c.status, func.count())
+        .where(c.tenant_id == tenant_id, c.workflow_name == workflow, c.status.in_(ev.OPEN))
+        .group_by(c.status)
+    )
+    counts = {status: int(n) for status, n in conn.execute(q)}
+    return sum(counts.get(s, 0) for s in HOLDING), counts.get(RunStatus.QUEUED, 0)
 
 
 def admits(conn: Connection, key: Key, limit: Limit) -> bool:

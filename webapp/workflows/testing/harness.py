@@ -54,7 +54,7 @@ from webapp.workflows.testing.capture import (
     ok,
 )
 from webapp.workflows.testing.database import config_for, fresh_database
-from webapp.workflows.triggers import registry
+from webapp.workflows.triggers import cron, registry
 from webapp.workflows.triggers import start as triggers
 from worker import job_paths
 
@@ -211,7 +211,7 @@ class WorkflowTest:
         if len(chosen) != 1:
             names = [w.name for w in crons]
             raise LookupError(f"name the cron workflow to tick ({workflow!r}; under test: {names})")
-        run_id = triggers.start_cron_run(chosen[0], self.tenant, self.clock.now())
+        run_id = cron.start_cron_run(chosen[0], self.tenant, self.clock.now())
         self.run_until_idle()
         return run_id
 
