@@ -16,6 +16,7 @@ from tests.workflows.cron_defs import T0, finish, instant, scheduler_tick, waiti
 from tests.workflows.test_races import parallel
 from webapp import db
 from webapp.eventstore.tables import events as events_table
+from webapp.workflows.dispatch import sweep
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.triggers import cron
 
@@ -334,3 +335,15 @@ def test_twenty_ticks_at_once_never_overlap(app, use_workflow, overlap, expected
     for r in runs(d.name):
         counts[r.status] = counts.get(r.status, 0) + 1
     assert counts == expected
+
+
+def test_a_deploy_that_allows_overlap_starts_the_buffered_tick(use_workflow, work):
+    d = use_workflow(waiting("cron-redeployed", overlap="buffer_one"))
+    scheduler_tick(d, T0)
+    scheduler_tick(d, T0 + 5 * MIN)
+    work()
+    assert statuses("cron-redeployed") == {"10:00": "suspended", "10:05": "queued"}
+    use_workflow(waiting("cron-redeployed", overlap="allow"))
+    assert sweep.sweep("default")["admitted"] == 1
+    work()
+    assert statuses("cron-redeployed") == {"10:00": "suspended", "10:05": "suspended"}

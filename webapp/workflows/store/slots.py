@@ -8,7 +8,7 @@ nobody is queued before it (else it is queued: run-queued); a run settling
 refills its key in the same transaction, just before commit (`refill`):
 queued runs by priority (5 first), then oldest, skipping rows another
 transaction holds. The minute sweep refills every key with queued runs, the
-net for a limit raised by a deploy or a lost refill.
+net for a limit raised (or removed) by a deploy or a lost refill.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from webapp import db
 from webapp.eventstore import Event, NewEvent, StreamId, append, hold_append_lock
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import Limit
+from webapp.workflows.definition.model import Workflow
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store import sql, start_signal
 from webapp.workflows.store.run_events import HOLDING, RunStatus
@@ -31,14 +32,20 @@ from webapp.workflows.store.tables import workflow_runs, workflow_slot_keys
 Key = tuple[str, str, str]  # (tenant, workflow, concurrency key)
 
 
-def limit_for(workflow_name: str) -> Limit | None:
-    """The limit in force: the one of the version new triggers start (else
-    of the highest version registered); a cron workflow's overlap skip or
-    buffer_one is a limit of one."""
+def _starting(workflow_name: str) -> Workflow | None:
+    """The version new triggers start, else the highest one registered."""
     wf = catalog.get(workflow_name)
     if wf is None:
         versions = catalog.versions(workflow_name)
         wf = versions[-1] if versions else None
+    return wf
+
+
+def limit_for(workflow_name: str) -> Limit | None:
+    """The limit in force: the one of the version new triggers start (else
+    of the highest version registered); a cron workflow's overlap skip or
+    buffer_one is a limit of one."""
+    wf = _starting(workflow_name)
     return wf.slot_limit if wf is not None else None
 
 
@@ -113,13 +120,16 @@ def admits(conn: Connection, key: Key, limit: Limit) -> bool:
 
 
 def refill(conn: Connection, key: Key) -> list[str]:
-    """Start queued runs of the key while slots are free; their run ids."""
-    limit = limit_for(key[1])
-    if limit is None:
+    """Start queued runs of the key while slots are free; their run ids. A
+    registered workflow without a limit any more (a deploy removed it, or
+    set a cron workflow's overlap to "allow") starts all of them."""
+    wf = _starting(key[1])
+    if wf is None or key[2] is None:  # no key: a paused workflow's run, started by its resume
         return []
+    limit = wf.slot_limit
     lock_key(conn, key)
-    free = limit.max - holders(conn, key)
-    if free <= 0:
+    free = None if limit is None else limit.max - holders(conn, key)
+    if free is not None and free <= 0:
         return []
     started = []
     for row in queued(conn, key, free, skip_locked=True):

@@ -37,7 +37,7 @@ workflow_runs = Table(
     Column("tenant_id", String(64), primary_key=True),
     Column("run_id", String(36), primary_key=True),
     Column("workflow_name", String(200), nullable=False),
-    # running | suspended | completed | failed | cancelled
+    # queued | running | suspended | completed | failed | cancelled | skipped (run_events.RunStatus)
     Column("status", String(20), nullable=False),
     Column("step_index", Integer, nullable=False),
     Column("attempt", Integer, nullable=False),
