@@ -43,7 +43,6 @@ log = logging.getLogger("webapp.workflows")
 
 TICK_STREAM = "workflow-cron"
 MAX_TICKS = 1_000  # ticks one backfill (or one catch-up) fires at most
-SKEW = timedelta(seconds=5)  # a tick fired this much early still is the schedule's tick
 
 
 def cron_job_name(wf: Workflow) -> str:
@@ -75,13 +74,11 @@ def _schedule(wf: Workflow) -> str:
 
 
 def due_tick(schedule: str, at: datetime) -> datetime:
-    """The schedule's tick a scheduler firing at `at` stands for: the next one
-    when it is at most SKEW away (a clock a little behind), else the latest
-    at or before `at` (a queue or a restart made it late)."""
+    """The schedule's tick a scheduler firing at `at` stands for: the latest
+    at or before it (a busy queue or a restart made it late)."""
     at = at.astimezone(UTC)
-    ahead = croniter(schedule, at - timedelta(microseconds=1)).get_next(datetime)
-    if ahead - at <= SKEW:
-        return ahead.astimezone(UTC)
+    if croniter.match(schedule, at.replace(second=0, microsecond=0)):
+        return at.replace(second=0, microsecond=0)
     return croniter(schedule, at).get_prev(datetime).astimezone(UTC)
 
 
