@@ -31,13 +31,13 @@ from croniter import croniter
 from sqlalchemy import Connection
 
 from webapp import clock, db, tenants
-from webapp.eventstore import Event, NewEvent, StreamId, VersionConflict, append
+from webapp.eventstore import NewEvent, StreamId, VersionConflict, append
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import CronTrigger, Workflow
-from webapp.workflows.store import cron_ticks, runs, slots
+from webapp.workflows.store import cron_ticks, slots
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.triggers.start import slot_of, start_run
+from webapp.workflows.triggers.start import skip_run, slot_of, start_run
 
 log = logging.getLogger("webapp.workflows")
 
@@ -169,21 +169,6 @@ def overlaps(conn: Connection, wf: Workflow, tenant_id: str) -> bool:
     if holding + queued == 0:
         return False
     return wf.overlap == "skip" or queued > 0
-
-
-def skip_run(
-    conn: Connection,
-    wf: Workflow,
-    tenant_id: str,
-    trigger: Event,
-    run_id: str,
-    key: str | None,
-    reason: str,
-) -> None:
-    """Record a trigger that starts nothing: a run whose one event is
-    `workflow.run-skipped` (status skipped), with its trigger and reason."""
-    payload = ev.run_skipped(wf.name, trigger.type, trigger.ref, reason, key, wf.version)
-    append(conn, runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_SKIPPED, payload)], 0)
 
 
 class Backfilled(NamedTuple):

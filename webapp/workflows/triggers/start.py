@@ -99,6 +99,23 @@ def start_run(
     return run_id
 
 
+def skip_run(
+    conn: Connection,
+    wf: Workflow,
+    tenant_id: str,
+    trigger: Event,
+    run_id: str,
+    key: str | None,
+    reason: str,
+) -> None:
+    """Record a trigger that starts nothing: a run whose one event is
+    `workflow.run-skipped` (status skipped), with its trigger, `reason`
+    (`ev.SKIPPED_OVERLAP`, ...) and key. The run id is the caller's (a cron
+    tick's is made from name + tick)."""
+    payload = ev.run_skipped(wf.name, trigger.type, trigger.ref, reason, key, wf.version)
+    append(conn, runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_SKIPPED, payload)], 0)
+
+
 def _keyed(
     conn: Connection, wf: Workflow, tenant_id: str, trigger: Event, key: str | None
 ) -> tuple[str, int] | None:
