@@ -346,3 +346,18 @@ def test_a_deploy_that_allows_overlap_starts_the_buffered_tick(use_workflow, wor
     assert sweep.sweep("default")["admitted"] == 1
     work()
     assert statuses("cron-redeployed") == {"10:00": "suspended", "10:05": "suspended"}
+
+
+def test_a_paused_cron_workflow_queues_one_tick_skips_the_next_and_starts_it_on_resume(
+    use_workflow, work, runner
+):
+    d = use_workflow(waiting("cron-paused"))
+    assert runner.invoke(args=["workflows", "pause-workflow", "cron-paused"]).exit_code == 0
+    scheduler_tick(d, T0)
+    scheduler_tick(d, T0 + 5 * MIN)
+    work()
+    assert statuses("cron-paused") == {"10:00": "queued", "10:05": "skipped"}
+    assert run_events(by_tick("cron-paused")["10:00"].run_id)[0].payload["paused"] is True
+    assert runner.invoke(args=["workflows", "resume-workflow", "cron-paused"]).exit_code == 0
+    work()
+    assert statuses("cron-paused") == {"10:00": "suspended", "10:05": "skipped"}
