@@ -27,6 +27,7 @@ STATUSES: dict[str, str] = {
     "completed": RunStatus.COMPLETED,
     "failed": RunStatus.FAILED,
     "cancelled": RunStatus.CANCELLED,
+    "skipped": RunStatus.SKIPPED,
 }
 WORD_OF = {stored: word for word, stored in STATUSES.items()}
 __all__ = ["COUNT_CAP", "OPEN", "RunFilter", "RunsPage", "runs_page", "run_detail", "stuck_runs"]
@@ -94,7 +95,8 @@ class RunDetail:
     def rerun_steps(self) -> list[int]:
         """Steps a rerun may start from (the run's definition is registered)."""
         wf = catalog.get(self.run.workflow_name, self.run.definition_version)
-        if wf is None or self.run.status == RunStatus.QUEUED or not self.run.trigger_event_ref:
+        never_started = self.run.status in (RunStatus.QUEUED, RunStatus.SKIPPED)
+        if wf is None or never_started or not self.run.trigger_event_ref:
             return []
         return list(range(len(wf.steps)))
 

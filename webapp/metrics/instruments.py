@@ -34,6 +34,11 @@ RUNS_FAILED = Counter("webapp_workflow_runs_failed_total", "Workflow runs failed
 RUNS_CANCELLED = Counter(
     "webapp_workflow_runs_cancelled_total", "Workflow runs cancelled", ["workflow"]
 )
+RUNS_SKIPPED = Counter(
+    "webapp_workflow_runs_skipped_total",
+    "Workflow runs skipped, never started (a cron overlap, a rate limit)",
+    ["workflow"],
+)
 RUNS_RETRIED = Counter(
     "webapp_workflow_runs_retried_total",
     "Failed workflow runs retried by an operator",

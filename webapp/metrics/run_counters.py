@@ -1,5 +1,5 @@
 """Run counters from the run events: an inline projection on the run event
-types counts each run started, completed, failed, cancelled, retried and each
+types counts each run started, completed, failed, cancelled, skipped, retried and each
 step retry, by workflow name. It counts once the appending transaction has
 committed (a rolled-back append counted nothing), whichever process appended:
 the worker's claims and the web's operator actions alike.
@@ -25,6 +25,7 @@ COUNTED: dict[str, Counter] = {
     ev.RUN_COMPLETED: m.RUNS_COMPLETED,
     ev.RUN_FAILED: m.RUNS_FAILED,
     ev.RUN_CANCELLED: m.RUNS_CANCELLED,
+    ev.RUN_SKIPPED: m.RUNS_SKIPPED,
     ev.RUN_RETRIED: m.RUNS_RETRIED,
     ev.RETRY_SCHEDULED: m.STEP_RETRIES,
 }

@@ -33,7 +33,7 @@ def rerun(run_id: str, from_step: Any, actor: str | None = None) -> str:
     """Start the rerun; its run id. OperationError says why not."""
     with db.transaction() as conn:
         row = find_run(conn, run_id)
-        if row.status == RunStatus.QUEUED or not row.trigger_event_ref:
+        if row.status in (RunStatus.QUEUED, RunStatus.SKIPPED) or not row.trigger_event_ref:
             raise OperationError(f"run {run_id} never started: nothing to rerun")
         wf = claims.definition_of(row)
         if wf is None:
@@ -92,10 +92,11 @@ def _start(conn: Connection, row: Any, wf: Workflow, n: int, actor: str | None) 
     except ControlError as exc:
         raise OperationError(str(exc)) from None
     event_type = ev.RUN_STARTED
-    if wf.concurrency is not None:  # a rerun takes a slot like any run
+    limit = wf.slot_limit
+    if limit is not None:  # a rerun takes a slot like any run
         key = row.concurrency_key or ""
         payload = ev.with_slot(payload, key, row.priority or 3)
-        if not slots.admits(conn, (row.tenant_id, wf.name, key), wf.concurrency):
+        if not slots.admits(conn, (row.tenant_id, wf.name, key), limit):
             event_type = ev.RUN_QUEUED
     definitions.record(conn, wf)
     append(

@@ -35,7 +35,7 @@ from webapp.eventstore.records import Event
 from webapp.workflows.definition import controls
 from webapp.workflows.definition.children import child_step, run_workflow
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import CancelOn, Limit, limit, on
+from webapp.workflows.definition.controls import CancelOn, Limit, cron_policies, limit, on
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json
 from webapp.workflows.definition.model import (
@@ -126,6 +126,8 @@ def workflow(
     timeout: str | timedelta | None = None,
     cancel_on: Sequence[CancelOn] | None = None,
     child: bool = False,
+    overlap: Literal["skip", "buffer_one", "allow"] | None = None,
+    catchup: str | timedelta | None = None,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
 
@@ -136,6 +138,9 @@ def workflow(
     `timeout` (an ISO-8601 duration) fails a run still open that long after
     its trigger (reason deadline_exceeded); `cancel_on=[on(type, match=...)]`
     cancels an open run when a matching event comes (cancelled_by_event).
+    A cron workflow's `overlap` decides a tick that arrives while its previous
+    run is open: "skip" (default), "buffer_one" or "allow"; `catchup="PT1H"`
+    fires the ticks missed in the last hour after downtime.
 
     `version` (an integer >= 1) lets several versions run side by side: a run
     finishes on the version it started with, new triggers start the highest
@@ -180,6 +185,7 @@ def workflow(
         raise DefinitionError(f"workflow {name!r}: concurrency= takes limit(max=..., key=...)")
     if priority is not None and not callable(priority):
         raise DefinitionError(f"workflow {name!r}: priority= takes a function of the event")
+    overlap_, window = cron_policies(name, cron is not None, overlap, catchup, concurrency)
     wf = Workflow(
         name,
         trigger,
@@ -193,6 +199,8 @@ def workflow(
         priority,
         controls.deadline(name, timeout),
         controls.cancel_events(name, cancel_on),
+        overlap_,
+        window,
     )
     _validate(wf)
     return wf

@@ -1,7 +1,9 @@
 """Flow controls declared on a workflow: how many runs may hold a slot at
 once (`limit`), in which order queued runs start (`priority`), the events
-that cancel an open run (`on`, for `cancel_on=`) and the run's deadline
-(`timeout=`, `deadline`).
+that cancel an open run (`on`, for `cancel_on=`), the run's deadline
+(`timeout=`, `deadline`), and what a cron workflow does with a tick that
+arrives while its previous run is open (`overlap`) or that the scheduler
+missed (`catchup`).
 
 Pure data, checked when the workflow is defined; the store enforces them
 (`webapp.workflows.store.slots`).
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition import match as matchmod
@@ -119,3 +121,42 @@ def deadline(name: str, value: Any) -> timedelta | None:
     if span <= timedelta(0):
         raise ControlError(f"workflow {name!r}: timeout= must be above zero, got {value!r}")
     return span
+
+
+Overlap = Literal["skip", "buffer_one", "allow"]
+OVERLAPS: tuple[Overlap, ...] = ("skip", "buffer_one", "allow")
+# A cron workflow whose overlap is skip or buffer_one is limited to one run
+# holding a slot (its key ""): the slots' queue starts its buffered tick.
+ONE_RUN = Limit(1)
+
+
+def cron_policies(
+    name: str, cron: bool, overlap: Any, catchup: Any, concurrency: Limit | None
+) -> tuple[Overlap, timedelta | None]:
+    """Check a workflow's `overlap=` and `catchup=` (DefinitionError naming
+    the field); the overlap in force ("skip" by default) and the window."""
+    if not cron and (overlap is not None or catchup is not None):
+        field = "overlap" if overlap is not None else "catchup"
+        raise ControlError(f"workflow {name!r}: {field}= only applies to cron workflows")
+    if overlap is not None and overlap not in OVERLAPS:
+        raise ControlError(
+            f"workflow {name!r}: overlap= must be 'skip', 'buffer_one' or 'allow', got {overlap!r}"
+        )
+    if overlap not in (None, "allow") and concurrency is not None:
+        raise ControlError(
+            f"workflow {name!r}: overlap={overlap!r} already allows one open run at a time; "
+            "with concurrency= give overlap='allow'"
+        )
+    window = None
+    if catchup is not None:
+        try:
+            window = catchup if isinstance(catchup, timedelta) else parse_duration(str(catchup))
+        except ValueError:
+            window = None
+        if not isinstance(catchup, str | timedelta) or window is None or window <= timedelta(0):
+            raise ControlError(
+                f"workflow {name!r}: catchup= must be a positive ISO-8601 duration "
+                f"such as 'PT1H', got {catchup!r}"
+            )
+    resolved: Overlap = overlap if overlap is not None else ("allow" if concurrency else "skip")
+    return resolved, window

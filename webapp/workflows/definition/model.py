@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import CancelOn, Limit
+from webapp.workflows.definition.controls import ONE_RUN, CancelOn, Limit, Overlap
 from webapp.workflows.definition.errors import DefinitionError as DefinitionError  # re-exported
 from webapp.workflows.definition.fingerprint import fingerprint, shape
 
@@ -184,6 +184,10 @@ class Workflow:
     priority: Callable[[Event], int] | None = None
     timeout: timedelta | None = None  # an open run past it fails: deadline_exceeded
     cancel_on: tuple[CancelOn, ...] = ()
+    # Cron policies: a tick while the previous run is open (skip, buffer_one,
+    # allow) and the window of missed ticks fired after downtime (None: none).
+    overlap: Overlap = "allow"
+    catchup: timedelta | None = None
 
     @cached_property
     def fingerprint(self) -> str:
@@ -193,6 +197,16 @@ class Workflow:
     def shape(self) -> dict[str, Any]:
         """What the deploy check and the compatibility rule compare (`compat`)."""
         return shape(self)
+
+    @property
+    def slot_limit(self) -> Limit | None:
+        """The limit the store enforces: the declared one, else one run at a
+        time for a cron workflow whose overlap is skip or buffer_one."""
+        if self.concurrency is not None:
+            return self.concurrency
+        if isinstance(self.trigger, CronTrigger) and self.overlap != "allow":
+            return ONE_RUN
+        return None
 
     def key_for(self, event: Event) -> str | None:
         if self.idempotency_key is None:

@@ -87,6 +87,9 @@ def apply(
             if controls:
                 controlled.append(e)
             continue
+        if e.type == ev.RUN_SKIPPED:  # a run's only event: its row, settled
+            started.append(rows.skipped_row(e, now))
+            continue
         values = runs_values.setdefault(key, {})
         if e.type in ev.SUSPENSIONS:
             row = rows.pending_row(e, rows.fingerprint_for(conn, e))

@@ -200,6 +200,33 @@ def queued_row(e: Event, now: datetime) -> dict[str, Any]:
     return row
 
 
+def skipped_row(e: Event, now: datetime) -> dict[str, Any]:
+    """A run that never started (run-skipped): settled at once as skipped,
+    with its trigger and why (`reason`)."""
+    p = e.payload
+    ref = p["trigger"]["ref"]
+    return dict(
+        tenant_id=e.tenant_id,
+        run_id=e.aggregate_id,
+        workflow_name=p["workflowName"],
+        status=RunStatus.SKIPPED,
+        step_index=0,
+        attempt=0,
+        version=e.version,
+        fingerprint="",
+        definition_version=int(p.get("version") or 1),
+        idempotency_key=p.get("key"),
+        trigger_event_type=p["trigger"]["type"],
+        trigger_event_ref=ref,
+        subject_id=(ref or {}).get("aggregateId"),
+        started_position=e.position,
+        results={},
+        reason=p.get("reason"),
+        started_at=now,
+        updated_at=now,
+    )
+
+
 def paused_values(e: Event, now: datetime) -> dict[str, Any]:
     """A paused run takes no step: a running one loses its lease (its worker
     stops before its next commit), a queued one is not started."""

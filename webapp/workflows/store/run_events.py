@@ -21,11 +21,12 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    SKIPPED = "skipped"  # never started: its trigger was refused (a cron overlap, a rate limit)
 
 
 OPEN = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUSPENDED)
 HOLDING = (RunStatus.RUNNING, RunStatus.SUSPENDED)  # holds its concurrency slot
-SETTLED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+SETTLED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.SKIPPED)
 
 AGGREGATE_TYPE = "workflow-run"
 
@@ -47,6 +48,7 @@ RUN_PAUSED = "workflow.run-paused"
 RUN_UNPAUSED = "workflow.run-unpaused"
 CHILD_STARTED = "workflow.child-started"  # on the parent's stream; the child's trigger
 CHILD_SETTLED = "workflow.child-settled"  # on the child's stream, after it settled
+RUN_SKIPPED = "workflow.run-skipped"
 
 SUSPENSIONS = (STEP_WAITING, STEP_WAITING_FOR_EVENT, RETRY_SCHEDULED)
 SETTLING = (RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED)
@@ -62,11 +64,14 @@ ALL = (
     RUN_UNPAUSED,
     CHILD_STARTED,
     CHILD_SETTLED,
+    RUN_SKIPPED,
 )
 
 # Events that trigger cron and webhook workflows (a run always references one).
 CRON_TICKED = "workflow.cron-ticked"
 WEBHOOK_RECEIVED = "workflow.webhook-received"
+
+SKIPPED_OVERLAP = "overlap"  # run-skipped: a cron tick while the previous run was open
 
 REASON_DEFINITION_CHANGED = "workflow_definition_changed"
 REASON_TRIGGER_UNAVAILABLE = "trigger_event_unavailable"
@@ -310,4 +315,24 @@ def child_settled(
         "parentRunId": parent_run_id,
         "parentStep": parent_step,
         "status": status,
+    }
+
+
+def run_skipped(
+    workflow: str,
+    trigger_type: str,
+    trigger_ref: dict[str, Any],
+    reason: str,
+    key: str | None,
+    version: int,
+) -> dict[str, Any]:
+    """The one event of a run that never started: its trigger (`type`, `ref`
+    as in run-started's `triggerEventRef`), why (`reason`: "overlap", ...),
+    its idempotency key (or None) and the workflow version it would have run."""
+    return {
+        "workflowName": workflow,
+        "trigger": {"type": trigger_type, "ref": trigger_ref},
+        "reason": reason,
+        "key": key,
+        "version": version,
     }

@@ -8,7 +8,7 @@ nobody is queued before it (else it is queued: run-queued); a run settling
 refills its key in the same transaction, just before commit (`refill`):
 queued runs by priority (5 first), then oldest, skipping rows another
 transaction holds. The minute sweep refills every key with queued runs, the
-net for a limit raised by a deploy or a lost refill.
+net for a limit raised (or removed) by a deploy or a lost refill.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from webapp import db
 from webapp.eventstore import Event, NewEvent, StreamId, append, hold_append_lock
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import Limit
+from webapp.workflows.definition.model import Workflow
 from webapp.workflows.store import pending, sql, start_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import HOLDING, RunStatus
@@ -32,14 +33,21 @@ from webapp.workflows.store.tables import workflow_runs, workflow_slot_keys
 Key = tuple[str, str, str]  # (tenant, workflow, concurrency key)
 
 
-def limit_for(workflow_name: str) -> Limit | None:
-    """The limit in force: the one of the version new triggers start (else
-    of the highest version registered)."""
+def _starting(workflow_name: str) -> Workflow | None:
+    """The version new triggers start, else the highest one registered."""
     wf = catalog.get(workflow_name)
     if wf is None:
         versions = catalog.versions(workflow_name)
         wf = versions[-1] if versions else None
-    return wf.concurrency if wf is not None else None
+    return wf
+
+
+def limit_for(workflow_name: str) -> Limit | None:
+    """The limit in force: the one of the version new triggers start (else
+    of the highest version registered); a cron workflow's overlap skip or
+    buffer_one is a limit of one."""
+    wf = _starting(workflow_name)
+    return wf.slot_limit if wf is not None else None
 
 
 def lock_key(conn: Connection, key: Key) -> None:
@@ -166,6 +174,18 @@ def admit_many(
     return out
 
 
+def open_counts(conn: Connection, tenant_id: str, workflow: str) -> tuple[int, int]:
+    """(holding a slot, queued): the open runs of a workflow in a tenant, any key."""
+    c = workflow_runs.c
+    q = (
+        select(c.status, func.count())
+        .where(c.tenant_id == tenant_id, c.workflow_name == workflow, c.status.in_(ev.OPEN))
+        .group_by(c.status)
+    )
+    counts = {status: int(n) for status, n in conn.execute(q)}
+    return sum(counts.get(s, 0) for s in HOLDING), counts.get(RunStatus.QUEUED, 0)
+
+
 def admits(conn: Connection, key: Key, limit: Limit) -> bool:
     """For a new trigger (the key locked here, until commit): may it start now?"""
     lock_key(conn, key)
@@ -173,17 +193,20 @@ def admits(conn: Connection, key: Key, limit: Limit) -> bool:
 
 
 def refill(conn: Connection, key: Key) -> list[str]:
-    """Start queued runs of the key while slots are free; their run ids."""
-    limit = limit_for(key[1])
-    if limit is None:
+    """Start queued runs of the key while slots are free; their run ids. A
+    registered workflow without a limit any more (a deploy removed it, or
+    set a cron workflow's overlap to "allow") starts all of them."""
+    wf = _starting(key[1])
+    if wf is None or key[2] is None:  # no key: a paused workflow's run, started by its resume
         return []
+    limit = wf.slot_limit
     lock_key(conn, key)
-    free = limit.max - holders(conn, key, limit)
-    if free <= 0:
+    free = None if limit is None else limit.max - holders(conn, key, limit)
+    if free is not None and free <= 0:
         return []
-    if limit.slot == "active":  # runs waiting for a slot to resume go first
-        free -= pending.release_held(conn, key, free)
-    if free <= 0:
+    if limit is not None and free is not None and limit.slot == "active":
+        free -= pending.release_held(conn, key, free)  # runs waiting to resume go first
+    if free is not None and free <= 0:
         return []
     started = []
     for row in queued(conn, key, free, skip_locked=True):

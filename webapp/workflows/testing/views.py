@@ -20,7 +20,7 @@ class Run:
     run_id: str
     workflow: str
     version: int  # the workflow version the run started on
-    status: str  # running | suspended | completed | failed | cancelled
+    status: str  # queued | running | suspended | completed | failed | cancelled | skipped
     step_index: int
     results: dict[str, Any]
     error: str | None

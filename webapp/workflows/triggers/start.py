@@ -1,11 +1,10 @@
-"""Starting runs: event triggers (an async projection per workflow, from `now`),
-webhook triggers (the same, on `workflow.webhook-received`) and cron triggers
-(a per-tenant job; run id from name + tick, so a tick never starts twice)."""
+"""Starting runs: event triggers (an async projection per workflow, from `now`)
+and webhook triggers (the same, on `workflow.webhook-received`); `start_run`
+serves them and cron ticks (`cron`) alike."""
 
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from datetime import datetime
 from typing import Any
@@ -22,10 +21,8 @@ from webapp.eventstore import (
     append,
     projections,
 )
-from webapp.jobs.registry import JobSpec, register_job, unregister_job
-from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import ControlError, priority_of
-from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
+from webapp.workflows.definition.model import EventTrigger, WebhookTrigger, Workflow
 from webapp.workflows.engine.run_controls import with_controls
 from webapp.workflows.store import definitions, pauses, runs
 from webapp.workflows.store import run_events as ev
@@ -38,19 +35,16 @@ def projection_name(wf: Workflow) -> str:
     return f"workflow-{wf.name}"
 
 
-def cron_job_name(wf: Workflow) -> str:
-    return "workflow-" + re.sub(r"[^A-Za-z0-9_-]", "_", wf.name)
-
-
 Slot = tuple[str, int]  # (concurrency key, priority) of a limited workflow's run
 
 
 def slot_of(wf: Workflow, trigger: Event) -> Slot | None:
     """The run's concurrency key and priority (ControlError: a function of
     the workflow gave a wrong value); None when the workflow has no limit."""
-    if wf.concurrency is None:
+    limit = wf.slot_limit
+    if limit is None:
         return None
-    return wf.concurrency.key_for(trigger), priority_of(wf.priority, trigger)
+    return limit.key_for(trigger), priority_of(wf.priority, trigger)
 
 
 def start_run(
@@ -87,13 +81,12 @@ def start_run(
     run_id, expected = found
     started = with_controls(wf, tenant_id, run_id, trigger, started)
     event_type = ev.RUN_STARTED
-    if slot is not None and wf.concurrency is not None:
+    limit = wf.slot_limit
+    if slot is not None and limit is not None:
         started = ev.with_slot(started, *slot)
         if not paused:  # admitted just before commit, like the deferred starts
             key_of = (tenant_id, wf.name, slot[0])
-            deferred.defer_admission(
-                conn, (tenant_id, run_id, expected, started, key_of, wf.concurrency)
-            )
+            deferred.defer_admission(conn, (tenant_id, run_id, expected, started, key_of, limit))
             return run_id
     if paused:  # a paused workflow queues its new runs until it resumes
         event_type = ev.RUN_QUEUED
@@ -107,6 +100,23 @@ def start_run(
     if event_type == ev.RUN_STARTED:
         deferred.advance_after_commit(conn, tenant_id, run_id)
     return run_id
+
+
+def skip_run(
+    conn: Connection,
+    wf: Workflow,
+    tenant_id: str,
+    trigger: Event,
+    run_id: str,
+    key: str | None,
+    reason: str,
+) -> None:
+    """Record a trigger that starts nothing: a run whose one event is
+    `workflow.run-skipped` (status skipped), with its trigger, `reason`
+    (`ev.SKIPPED_OVERLAP`, ...) and key. The run id is the caller's (a cron
+    tick's is made from name + tick)."""
+    payload = ev.run_skipped(wf.name, trigger.type, trigger.ref, reason, key, wf.version)
+    append(conn, runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_SKIPPED, payload)], 0)
 
 
 def _keyed(
@@ -176,42 +186,10 @@ def mount(wf: Workflow) -> None:
         projections.register(
             projection_name(wf), [ev.WEBHOOK_RECEIVED], _apply_for(wf), start="now"
         )
-    elif isinstance(wf.trigger, CronTrigger):
-        name = wf.name
-
-        def tick(tenant_id: str | None, at: datetime) -> None:
-            current = catalog.get(name)
-            if current is not None and tenant_id is not None:
-                start_cron_run(current, tenant_id, at)
-
-        register_job(JobSpec(cron_job_name(wf), tick, wf.trigger.schedule, True, "skip"))
 
 
 def unmount(wf: Workflow) -> None:
     projections.unregister(projection_name(wf))
-    if isinstance(wf.trigger, CronTrigger):
-        unregister_job(cron_job_name(wf))
-
-
-def start_cron_run(wf: Workflow, tenant_id: str, tick: datetime) -> str | None:
-    """One run per (workflow, tick): the tick event and run-started share a
-    stream keyed by name + tick, so a second scheduler or a restart loses the
-    expected-version race and starts nothing."""
-    stamp = tick.replace(second=0, microsecond=0).isoformat()
-    key = f"cron|{stamp}"
-    run_id = ev.run_id_for(wf.name, key)
-    try:
-        with db.transaction() as conn:
-            trigger = append(
-                conn,
-                StreamId(tenant_id, "workflow-cron", run_id),
-                [NewEvent(ev.CRON_TICKED, {"workflowName": wf.name, "tick": stamp})],
-                0,
-            )[0]
-            started = start_run(conn, wf, tenant_id, trigger, key, slot_of(wf, trigger))
-    except VersionConflict:
-        return None
-    return started
 
 
 def receive_webhook(wf: Workflow, body: Any, received_at: datetime | None = None) -> Event:
