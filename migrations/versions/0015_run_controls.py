@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0015_run_controls"
-down_revision = "0012_factors"
+down_revision = "0014_cron_policies"
 branch_labels = None
 depends_on = None
 

@@ -95,3 +95,13 @@ def test_the_builders_are_importable_from_the_facade():
     debounce = wf.quiet("PT30S", key=user, max_wait="PT5M")
     assert (debounce.period.total_seconds(), debounce.max_wait.total_seconds()) == (30, 300)
     assert not define().rates
+
+
+def test_a_throttle_on_a_cron_workflow_is_refused():
+    with pytest.raises(ControlError, match="throttle= does not apply to a cron workflow"):
+        wf.workflow(
+            "nightly",
+            cron="0 3 * * *",
+            throttle=wf.rate(1, "PT1H"),
+            steps=[wf.compute("a", lambda ctx: 1)],
+        )

@@ -227,3 +227,33 @@ def test_on_refuses_a_bad_event_type_or_match():
         wf.on("")
     with pytest.raises(wf.DefinitionError, match="match"):
         wf.on("order.cancelled", match={"kind": "nonsense"})
+
+
+def test_show_names_the_deadline_and_the_cancelling_event(use_workflow, work, runner):
+    use_workflow(
+        sleeper(timeout="PT1H", cancel_on=[wf.on("order.cancelled", match=cancelled_on_order)])
+    )
+    emit("order.placed", {"orderId": "o1"}, aggregate_id="o1")
+    work()
+    out = runner.invoke(args=["workflows", "show", only_run("sleeper").run_id]).output
+    assert "  deadline: " in out and "  cancelled by: event order.cancelled" in out
+    assert "waits: step 0 for event order.paid" in out
+
+
+def test_a_rerun_gets_its_own_deadline_from_when_it_starts(use_workflow, work, clock, runner):
+    use_workflow(sleeper(timeout="PT1H"))
+    emit("order.placed", {"orderId": "o1"}, aggregate_id="o1")
+    work()
+    clock.advance(timedelta(hours=2))
+    sweep.sweep("default")
+    work()
+    original = only_run("sleeper")
+    assert original.reason == ev.REASON_DEADLINE
+    out = runner.invoke(args=["workflows", "rerun", original.run_id, "--from-step", "0"])
+    assert out.exit_code == 0, out.output
+    rerun = next(r for r in runs("sleeper") if r.run_id != original.run_id)
+    started = run_events(rerun.run_id)[0]
+    assert started.payload["rerunOf"] == original.run_id
+    assert started.payload["deadlineAt"] == (clock.now() + timedelta(hours=1)).isoformat()
+    work()
+    assert next(r for r in runs("sleeper") if r.run_id == rerun.run_id).status == "suspended"

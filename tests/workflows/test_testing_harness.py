@@ -290,3 +290,24 @@ def test_inside_a_test_with_its_own_app_everything_is_put_back(
     emit("thing.started", {})  # the outer database and worker still work
     work()
     assert [r.workflow_name for r in runs()] == ["harness-sleeper"]
+
+
+def test_a_cron_tick_in_the_harness_obeys_overlap_and_the_scheduler_tick_catches_up() -> None:
+    slow = wf.workflow(
+        "harness-slow-cron",
+        cron="0 * * * *",
+        catchup="PT3H",
+        steps=[wf.wait("long", "PT90M"), wf.ret(lambda ctx: ctx.trigger.payload["tick"][11:16])],
+    )
+    with WorkflowTest(slow) as t:  # Monday 09:00
+        first = t.start_cron_tick()
+        t.advance("PT1H")
+        skipped = t.start_cron_tick()  # 10:00: the 09:00 run waits until 10:30
+        assert first is not None and skipped is not None
+        assert (t.run(first).status, t.run(skipped).status) == ("suspended", "skipped")
+        t.advance("PT5H30M")  # 15:30, the scheduler down since 10:00
+        ids = t.scheduler_tick()  # 12:00 .. 14:00 missed, 15:00 due
+        assert len(ids) == 4 and None not in ids
+        assert [t.run(i).status for i in ids] == ["suspended", "skipped", "skipped", "skipped"]
+        t.advance("PT2H")
+        assert t.run(ids[0]).returned == "12:00"

@@ -73,6 +73,7 @@ class RunDetail:
     finding: versions.Finding | None = None  # its definition is not the code's (open runs)
     targets: tuple[int, ...] = ()  # versions in the code it could be migrated to
     workflow_paused: bool = False
+    children: tuple[Any, ...] = ()  # its child runs (run_workflow): the tree's next level
 
     @property
     def fingerprint_matches(self) -> bool:
@@ -146,6 +147,7 @@ def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
         finding,
         targets,
         pauses.is_paused(conn, run.workflow_name),
+        tuple(ops.children(conn, run)),
     )
 
 

@@ -52,6 +52,7 @@ from webapp.workflows.definition.builders import (
     rate,
     ret,
     retry,
+    run_workflow,
     send_mail,
     send_webhook,
     wait,
@@ -60,7 +61,7 @@ from webapp.workflows.definition.builders import (
 )
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.dispatch import signals, sweep
-from webapp.workflows.store import projection
+from webapp.workflows.store import cron_ticks, projection
 from webapp.workflows.triggers import registry, subject_erasure
 from webapp.workflows.triggers.registry import register, register_handler, registered, unregister
 
@@ -89,6 +90,7 @@ __all__ = [
     "registry",
     "ret",
     "retry",
+    "run_workflow",
     "send_mail",
     "send_webhook",
     "unregister",
@@ -105,6 +107,7 @@ def init_app(app: Flask) -> None:
     global _core_registered
     if not _core_registered:
         projection.register()
+        cron_ticks.register()
         signals.install()
         subject_erasure.register()
         register_job(JobSpec("resume-due-runs", sweep.resume_due_runs, "* * * * *", True, "skip"))

@@ -1,10 +1,11 @@
 """`flask workflows runs|show|cancel|retry|stuck|resume|pause|pause-workflow|
-resume-workflow|versions|check|migrate`."""
+resume-workflow|versions|check|migrate|backfill`."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import click
 from flask.cli import AppGroup
@@ -14,8 +15,18 @@ from webapp.workflows import bulk, pausing, rerun
 from webapp.workflows import operations as ops
 from webapp.workflows import versions as vers
 from webapp.workflows.store.run_events import RunStatus
+from webapp.workflows.triggers import cron
 
 workflows_cli = AppGroup("workflows", help="Workflow runs: list, inspect, cancel, retry.")
+
+
+@contextmanager
+def _refused(*errors: type[Exception]) -> Iterator[None]:
+    """An expected failure (its text names what is wrong): click's error, exit 1."""
+    try:
+        yield
+    except errors as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _ts(value: object) -> str:
@@ -49,10 +60,8 @@ def runs(status: str | None, workflow_name: str | None, limit: int) -> None:
 def show(run_id: str, as_json: bool) -> None:
     """A run: status, version, results, what it waits for, its queue place, its events."""
     with db.reading() as conn:
-        try:
+        with _refused(ops.OperationError):
             info = ops.describe_run(conn, run_id)
-        except ops.OperationError as exc:
-            raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(info, indent=2, sort_keys=True, default=str))
         return
@@ -72,8 +81,17 @@ def show(run_id: str, as_json: bool) -> None:
                 f"  queued: key {q['key']!r}, position {q['position']}, priority {q['priority']}"
             )
     for p in info["pending"]:
-        what = f"event {p['awaits']}" if p["awaits"] else p["kind"]
-        click.echo(f"  waits: step {p['stepIndex']} for {what}, until {p['wakeAt']}")
+        if p["kind"] == "deadline":
+            click.echo(f"  deadline: {p['wakeAt']}")
+        elif p["kind"] == "cancel-on":
+            click.echo(f"  cancelled by: event {p['awaits']}")
+        else:
+            what = f"event {p['awaits']}" if p["awaits"] else p["kind"]
+            click.echo(f"  waits: step {p['stepIndex']} for {what}, until {p['wakeAt']}")
+    if info["parent"]:
+        click.echo(f"  parent: {info['parent']}")
+    for c in info["children"]:
+        click.echo(f"  child: {c['runId']}  {c['workflow']}  {c['status']}")
     click.echo(f"  results: {json.dumps(info['results'], sort_keys=True, default=str)}")
     for e in info["events"]:
         click.echo(
@@ -90,10 +108,8 @@ def _one_or_bulk(action: str, run_id: str | None, filter_text: str | None, yes: 
         return False
     if run_id is not None:
         raise click.UsageError("give a RUN_ID or --filter, not both")
-    try:
+    with _refused(ValueError):
         f = bulk.parse_filter(filter_text)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
     with db.reading() as conn:
         ids = bulk.matching(conn, f)
     if not yes:
@@ -120,10 +136,8 @@ def _act(
     if _one_or_bulk(action, run_id, filter_text, yes):
         return
     assert run_id is not None
-    try:
+    with _refused(ops.OperationError):
         one(run_id, actor=actors.operator())
-    except ops.OperationError as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"run {run_id} {done}")
 
 
@@ -176,10 +190,8 @@ def resume_cmd(run_id: str, step_index: str | None, tenant: str) -> None:
     """Resume a paused run; with STEP_INDEX, run resume-run for that suspended
     step now (same rules as the job)."""
     if step_index is None:
-        try:
+        with _refused(ops.OperationError):
             pausing.unpause(run_id, actor=actors.operator())
-        except ops.OperationError as exc:
-            raise click.ClickException(str(exc)) from None
         click.echo(f"run {run_id} resumed")
         return
     try:
@@ -188,10 +200,8 @@ def resume_cmd(run_id: str, step_index: str | None, tenant: str) -> None:
         raise click.ClickException(
             f"resume-run: stepIndex must be an integer >= 0, got {step_index!r}"
         ) from None
-    try:
+    with _refused(ValueError):
         outcome = ops.resume(tenant, run_id, index)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"run {run_id} step {index}: {outcome}")
 
 
@@ -200,10 +210,8 @@ def resume_cmd(run_id: str, step_index: str | None, tenant: str) -> None:
 @click.option("--from-step", "from_step", required=True, help="The index of the first step to run.")
 def rerun_cmd(run_id: str, from_step: str) -> None:
     """Start a new run with the same trigger and the results of the steps before N."""
-    try:
+    with _refused(ops.OperationError):
         new_id = rerun.rerun(run_id, from_step, actor=actors.operator())
-    except ops.OperationError as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"run {new_id} started: a rerun of {run_id} from step {from_step}")
 
 
@@ -220,10 +228,8 @@ def pause_cmd(run_id: str | None, filter_text: str | None, yes: bool) -> None:
 @click.argument("name")
 def pause_workflow_cmd(name: str) -> None:
     """Pause a workflow: its open runs pause, new triggers start as Queued."""
-    try:
+    with _refused(ops.OperationError):
         n = pausing.pause_workflow(name, actor=actors.operator())
-    except ops.OperationError as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"workflow {name} paused ({n} open runs paused)")
 
 
@@ -231,10 +237,8 @@ def pause_workflow_cmd(name: str) -> None:
 @click.argument("name")
 def resume_workflow_cmd(name: str) -> None:
     """Resume a paused workflow: the runs its pause held go on."""
-    try:
+    with _refused(ops.OperationError):
         n = pausing.resume_workflow(name, actor=actors.operator())
-    except ops.OperationError as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(f"workflow {name} resumed ({n} runs resumed)")
 
 
@@ -278,14 +282,12 @@ def migrate_cmd(
     name: str, from_version: int, to_version: int, pairs: tuple[str, ...], dry_run: bool
 ) -> None:
     """Move open runs waiting at a step from one version to another."""
-    try:
+    with _refused(ValueError, vers.MigrationError):
         mapping = vers.parse_map(list(pairs))
         with db.transaction() as conn:
             plan = vers.migrate(
                 conn, name, from_version, to_version, mapping, dry_run, actor=actors.operator()
             )
-    except (ValueError, vers.MigrationError) as exc:
-        raise click.ClickException(str(exc)) from None
     verb = "would move" if dry_run else "moved"
     click.echo(f"{verb} {len(plan.moves)} runs of {name} from v{from_version} to v{to_version}")
     for m in plan.moves:
@@ -294,3 +296,15 @@ def migrate_cmd(
         click.echo(
             f"{len(plan.skipped)} running runs not at a step boundary were left: run it again"
         )
+
+
+@workflows_cli.command("backfill")
+@click.argument("name")
+@click.option("--from", "start", required=True, help="First tick (ISO 8601, with a zone).")
+@click.option("--to", "end", required=True, help="Last tick (ISO 8601, with a zone).")
+@click.option("--tenant", default="default", show_default=True)
+def backfill_cmd(name: str, start: str, end: str, tenant: str) -> None:
+    """Start one run per tick of a cron workflow's schedule from --from to --to."""
+    with _refused(ValueError):
+        done = cron.backfill(name, tenant, start, end)
+    click.echo(f"backfill {name}: {done}")

@@ -49,6 +49,11 @@ def pending_rows(conn: Connection, run_id: str) -> list[Any]:
     return queries.pending_rows(conn, run_id)
 
 
+def children(conn: Connection, row: Any) -> list[Any]:
+    """The run's child runs (`run_workflow`): run id, workflow, status."""
+    return queries.children(conn, row.tenant_id, row.run_id)
+
+
 def describe_run(conn: Connection, run_id: str) -> dict[str, Any]:
     """What an operator asks first about a run (`flask workflows show`), as
     plain JSON-able values: status, version, results (a completed run's
@@ -78,6 +83,11 @@ def describe_run(conn: Connection, run_id: str) -> dict[str, Any]:
         "concurrencyKey": row.concurrency_key,
         "rateKey": row.rate_key,
         "queue": queue,
+        "parent": row.parent_run_id,
+        "children": [
+            {"runId": c.run_id, "workflow": c.workflow_name, "status": str(c.status)}
+            for c in children(conn, row)
+        ],
         "pending": [
             {
                 "stepIndex": p.step_index,

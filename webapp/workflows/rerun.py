@@ -16,11 +16,13 @@ from typing import Any
 from sqlalchemy import Connection
 
 from webapp import db
-from webapp.eventstore import Metadata, NewEvent, append
+from webapp.eventstore import Metadata, NewEvent, append, get_event
 from webapp.workflows.definition import compat
+from webapp.workflows.definition.controls import ControlError
 from webapp.workflows.definition.model import Branch, ForEach, Retry, Step, Workflow
 from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.engine import claims
+from webapp.workflows.engine.run_controls import with_controls
 from webapp.workflows.operations import OperationError, find_run
 from webapp.workflows.store import definitions, runs, slots
 from webapp.workflows.store import run_events as ev
@@ -31,7 +33,7 @@ def rerun(run_id: str, from_step: Any, actor: str | None = None) -> str:
     """Start the rerun; its run id. OperationError says why not."""
     with db.transaction() as conn:
         row = find_run(conn, run_id)
-        if row.status == RunStatus.QUEUED or not row.trigger_event_ref:
+        if row.status in (RunStatus.QUEUED, RunStatus.SKIPPED) or not row.trigger_event_ref:
             raise OperationError(f"run {run_id} never started: nothing to rerun")
         wf = claims.definition_of(row)
         if wf is None:
@@ -81,13 +83,21 @@ def _start(conn: Connection, row: Any, wf: Workflow, n: int, actor: str | None) 
         wf.name, row.trigger_event_type, row.trigger_event_ref, wf.fingerprint, None, wf.version
     )
     payload.update(rerunOf=row.run_id, fromStep=n)
+    new_id = ev.run_id_for(wf.name, None)
+    trigger = get_event(conn, str(row.trigger_event_ref.get("eventId", "")))
+    if trigger is None:
+        raise OperationError(f"run {row.run_id}'s trigger event is gone: nothing to rerun")
+    try:  # a rerun has its own deadline and cancel-on events, from now
+        payload = with_controls(wf, row.tenant_id, new_id, trigger, payload)
+    except ControlError as exc:
+        raise OperationError(str(exc)) from None
     event_type = ev.RUN_STARTED
-    if wf.concurrency is not None:  # a rerun takes a slot like any run
+    limit = wf.slot_limit
+    if limit is not None:  # a rerun takes a slot like any run
         key = row.concurrency_key or ""
         payload = ev.with_slot(payload, key, row.priority or 3)
-        if not slots.admits(conn, (row.tenant_id, wf.name, key), wf.concurrency):
+        if not slots.admits(conn, (row.tenant_id, wf.name, key), limit):
             event_type = ev.RUN_QUEUED
-    new_id = ev.run_id_for(wf.name, None)
     definitions.record(conn, wf)
     append(
         conn,

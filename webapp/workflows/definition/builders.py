@@ -33,14 +33,24 @@ from croniter import croniter
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition import controls
+from webapp.workflows.definition.children import child_step, run_workflow
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import CancelOn, Limit, limit, on, quiet, rate
+from webapp.workflows.definition.controls import (
+    CancelOn,
+    Limit,
+    cron_policies,
+    limit,
+    on,
+    quiet,
+    rate,
+)
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json
 from webapp.workflows.definition.model import (
     AppendEvent,
     Branch,
     Call,
+    ChildTrigger,
     Compute,
     CronTrigger,
     DefinitionError,
@@ -88,6 +98,7 @@ __all__ = [
     "ret",
     "retry",
     "return_",
+    "run_workflow",
     "limit",
     "on",
     "quiet",
@@ -124,6 +135,9 @@ def workflow(
     priority: Callable[[Event], int] | None = None,
     timeout: str | timedelta | None = None,
     cancel_on: Sequence[CancelOn] | None = None,
+    child: bool = False,
+    overlap: Literal["skip", "buffer_one", "allow"] | None = None,
+    catchup: str | timedelta | None = None,
     throttle: controls.Rate | None = None,
     rate_limit: controls.Rate | None = None,
     debounce: controls.Quiet | None = None,
@@ -137,6 +151,9 @@ def workflow(
     `timeout` (an ISO-8601 duration) fails a run still open that long after
     its trigger (reason deadline_exceeded); `cancel_on=[on(type, match=...)]`
     cancels an open run when a matching event comes (cancelled_by_event).
+    A cron workflow's `overlap` decides a tick that arrives while its previous
+    run is open: "skip" (default), "buffer_one" or "allow"; `catchup="PT1H"`
+    fires the ticks missed in the last hour after downtime.
 
     `throttle=rate(n, per=..., key=...)` queues starts beyond n per window,
     `rate_limit=rate(...)` skips them (workflow.run-skipped), and
@@ -152,12 +169,15 @@ def workflow(
     """
     if not _NAME.match(name):
         raise DefinitionError(f"workflow name {name!r}: lower-case letters, digits, . _ - only")
-    if sum(x is not None for x in (on, cron, webhook)) != 1:
+    if sum(x is not None for x in (on, cron, webhook)) + bool(child) != 1:
         raise DefinitionError(
-            f"workflow {name!r}: give exactly one trigger: on=, cron= or webhook="
+            f"workflow {name!r}: give exactly one trigger: on=, cron= or webhook= "
+            "(or child=True: started only by a parent's run_workflow step)"
         )
     trigger: Trigger
-    if on is not None:
+    if child:
+        trigger = ChildTrigger()
+    elif on is not None:
         trigger = EventTrigger(on, filter)
     elif cron is not None:
         if not croniter.is_valid(cron):
@@ -183,7 +203,8 @@ def workflow(
         raise DefinitionError(f"workflow {name!r}: concurrency= takes limit(max=..., key=...)")
     if priority is not None and not callable(priority):
         raise DefinitionError(f"workflow {name!r}: priority= takes a function of the event")
-    rates = controls.rates(name, throttle, rate_limit, debounce, concurrency)
+    overlap_, window = cron_policies(name, cron is not None, overlap, catchup, concurrency)
+    rates = controls.rates(name, throttle, rate_limit, debounce, concurrency, cron is not None)
     wf = Workflow(
         name,
         trigger,
@@ -197,6 +218,8 @@ def workflow(
         priority,
         controls.deadline(name, timeout),
         controls.cancel_events(name, cancel_on),
+        overlap_,
+        window,
         rates.throttle,
         rates.rate_limit,
         rates.debounce,
@@ -210,14 +233,14 @@ def _validate(wf: Workflow) -> None:
         raise DefinitionError(f"workflow {wf.name!r} has no steps")
     seen: set[str] = set()
 
-    def walk(steps: Sequence[Step], top: bool) -> None:
+    def walk(steps: Sequence[Step], top: bool, around_child: bool = False) -> None:
         for s in steps:
             if not isinstance(s, Step):
                 raise DefinitionError(f"workflow {wf.name!r}: {s!r} is not a step")
             if s.name in seen:
                 raise DefinitionError(f"workflow {wf.name!r}: step name {s.name!r} used twice")
             seen.add(s.name)
-            if s.suspends and not top:
+            if s.suspends and not top and not around_child:
                 raise DefinitionError(
                     f"workflow {wf.name!r}: {type(s).__name__.lower()} step {s.name!r} must be a "
                     "top-level step (only top-level steps can suspend the run)"
@@ -227,8 +250,8 @@ def _validate(wf: Workflow) -> None:
                     f"workflow {wf.name!r}: step {s.name!r} waits for {s.event!r}, "
                     f"which is not a key of awaits ({', '.join(sorted(wf.awaits)) or 'none'})"
                 )
-            if isinstance(s, Retry):
-                walk(s.do, False)
+            if isinstance(s, Retry):  # a retry around one run_workflow may suspend with it
+                walk(s.do, False, top and child_step(s) is not None)
             elif isinstance(s, Branch):
                 walk(s.then, False)
                 walk(s.otherwise, False)

@@ -1,7 +1,9 @@
 """Flow controls declared on a workflow: how many runs may hold a slot at
 once (`limit`), in which order queued runs start (`priority`), the events
 that cancel an open run (`on`, for `cancel_on=`), the run's deadline
-(`timeout=`, `deadline`), and how many may start per window (`rate`, for
+(`timeout=`, `deadline`), what a cron workflow does with a tick that
+arrives while its previous run is open (`overlap`) or that the scheduler
+missed (`catchup`), and how many may start per window (`rate`, for
 `throttle=` and `rate_limit=`) or after a quiet period (`quiet`, for
 `debounce=`), checked together (`rates`).
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition import match as matchmod
@@ -30,10 +32,12 @@ class ControlError(DefinitionError):
 class Limit:
     """At most `max` runs of one key (or of the whole workflow, without a key)
     hold a slot at once: a run holds its slot from start until it settles,
-    waiting included."""
+    waiting included (`slot="held"`), or only while it runs (`slot="active"`:
+    a resumed run takes a slot again, and waits for one when none is free)."""
 
     max: int
     key: Callable[[Event], Any] | None = None
+    slot: str = "held"  # "active": a waiting run gives its slot back until it resumes
 
     def key_for(self, event: Event) -> str:
         """The run's concurrency key ("" for a workflow-wide limit)."""
@@ -54,11 +58,12 @@ def limit(max: int, key: Callable[[Event], Any] | None = None, slot: str = "held
         raise ControlError(f"limit(max=...) must be an integer >= 1, got {max!r}")
     if key is not None and not callable(key):
         raise ControlError("limit(key=...) must be a function of the trigger event")
-    if slot != "held":
+    if slot not in ("held", "active"):
         raise ControlError(
-            f"limit(slot={slot!r}): only slot='held' is supported (a waiting run keeps its slot)"
+            f"limit(slot={slot!r}): slot is 'held' (a waiting run keeps its slot) or "
+            "'active' (it gives the slot back while it waits)"
         )
-    return Limit(max, key)
+    return Limit(max, key, slot)
 
 
 def priority_of(fn: Callable[[Event], Any] | None, event: Event) -> int:
@@ -118,6 +123,45 @@ def deadline(name: str, value: Any) -> timedelta | None:
     if span <= timedelta(0):
         raise ControlError(f"workflow {name!r}: timeout= must be above zero, got {value!r}")
     return span
+
+
+Overlap = Literal["skip", "buffer_one", "allow"]
+OVERLAPS: tuple[Overlap, ...] = ("skip", "buffer_one", "allow")
+# A cron workflow whose overlap is skip or buffer_one is limited to one run
+# holding a slot (its key ""): the slots' queue starts its buffered tick.
+ONE_RUN = Limit(1)
+
+
+def cron_policies(
+    name: str, cron: bool, overlap: Any, catchup: Any, concurrency: Limit | None
+) -> tuple[Overlap, timedelta | None]:
+    """Check a workflow's `overlap=` and `catchup=` (DefinitionError naming
+    the field); the overlap in force ("skip" by default) and the window."""
+    if not cron and (overlap is not None or catchup is not None):
+        field = "overlap" if overlap is not None else "catchup"
+        raise ControlError(f"workflow {name!r}: {field}= only applies to cron workflows")
+    if overlap is not None and overlap not in OVERLAPS:
+        raise ControlError(
+            f"workflow {name!r}: overlap= must be 'skip', 'buffer_one' or 'allow', got {overlap!r}"
+        )
+    if overlap not in (None, "allow") and concurrency is not None:
+        raise ControlError(
+            f"workflow {name!r}: overlap={overlap!r} already allows one open run at a time; "
+            "with concurrency= give overlap='allow'"
+        )
+    window = None
+    if catchup is not None:
+        try:
+            window = catchup if isinstance(catchup, timedelta) else parse_duration(str(catchup))
+        except ValueError:
+            window = None
+        if not isinstance(catchup, str | timedelta) or window is None or window <= timedelta(0):
+            raise ControlError(
+                f"workflow {name!r}: catchup= must be a positive ISO-8601 duration "
+                f"such as 'PT1H', got {catchup!r}"
+            )
+    resolved: Overlap = overlap if overlap is not None else ("allow" if concurrency else "skip")
+    return resolved, window
 
 
 def _span(what: str, value: Any) -> timedelta:
@@ -239,7 +283,9 @@ def _same_key(a: Callable[..., Any] | None, b: Callable[..., Any] | None) -> boo
     return same_code and cells[0] == cells[1]
 
 
-def rates(name: str, throttle: Any, rate_limit: Any, debounce: Any, concurrency: Any) -> Rates:
+def rates(
+    name: str, throttle: Any, rate_limit: Any, debounce: Any, concurrency: Any, cron: bool = False
+) -> Rates:
     """`throttle=`, `rate_limit=` and `debounce=` checked, alone and together:
     a combination that contradicts itself is refused, naming the fields."""
     for field, value, kind, builder in (
@@ -249,6 +295,12 @@ def rates(name: str, throttle: Any, rate_limit: Any, debounce: Any, concurrency:
     ):
         if value is not None and not isinstance(value, kind):
             raise ControlError(f"workflow {name!r}: {field}= takes {builder}, got {value!r}")
+    if cron and (throttle is not None or debounce is not None):
+        field = "throttle" if throttle is not None else "debounce"
+        raise ControlError(
+            f"workflow {name!r}: {field}= does not apply to a cron workflow "
+            "(its schedule paces its runs; overlap= says what a tick does while one is open)"
+        )
     if throttle is not None and debounce is not None:
         raise ControlError(
             f"workflow {name!r}: throttle= and debounce= cannot be combined "

@@ -14,7 +14,15 @@ from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import CancelOn, Limit, Quiet, Rate, Rates
+from webapp.workflows.definition.controls import (
+    ONE_RUN,
+    CancelOn,
+    Limit,
+    Overlap,
+    Quiet,
+    Rate,
+    Rates,
+)
 from webapp.workflows.definition.errors import DefinitionError as DefinitionError  # re-exported
 from webapp.workflows.definition.fingerprint import fingerprint, shape
 
@@ -42,7 +50,14 @@ class WebhookTrigger:
     kind: Literal["webhook"] = "webhook"
 
 
-Trigger = EventTrigger | CronTrigger | WebhookTrigger
+@dataclass(frozen=True)
+class ChildTrigger:
+    """Started only by a parent's `run_workflow` step."""
+
+    kind: Literal["child"] = "child"
+
+
+Trigger = EventTrigger | CronTrigger | WebhookTrigger | ChildTrigger
 
 # -- steps ----------------------------------------------------------------------
 
@@ -108,6 +123,18 @@ class Retry(Step):
 
 
 @dataclass(frozen=True)
+class RunWorkflow(Step):
+    """Start a child run of `workflow` with `input`; with `wait`, suspend
+    until it settles and take its return value (its failure raises here)."""
+
+    workflow: str
+    input: Any  # value or function of ctx
+    wait: bool = True
+    suspends = True
+    uses_db = True
+
+
+@dataclass(frozen=True)
 class SendMail(Step):
     to: Any
     subject: Any
@@ -165,6 +192,10 @@ class Workflow:
     priority: Callable[[Event], int] | None = None
     timeout: timedelta | None = None  # an open run past it fails: deadline_exceeded
     cancel_on: tuple[CancelOn, ...] = ()
+    # Cron policies: a tick while the previous run is open (skip, buffer_one,
+    # allow) and the window of missed ticks fired after downtime (None: none).
+    overlap: Overlap = "allow"
+    catchup: timedelta | None = None
     throttle: Rate | None = None  # the excess waits for the window
     rate_limit: Rate | None = None  # the excess is skipped
     debounce: Quiet | None = None  # the last trigger of a quiet period starts
@@ -182,6 +213,16 @@ class Workflow:
     def shape(self) -> dict[str, Any]:
         """What the deploy check and the compatibility rule compare (`compat`)."""
         return shape(self)
+
+    @property
+    def slot_limit(self) -> Limit | None:
+        """The limit the store enforces: the declared one, else one run at a
+        time for a cron workflow whose overlap is skip or buffer_one."""
+        if self.concurrency is not None:
+            return self.concurrency
+        if isinstance(self.trigger, CronTrigger) and self.overlap != "allow":
+            return ONE_RUN
+        return None
 
     def key_for(self, event: Event) -> str | None:
         if self.idempotency_key is None:

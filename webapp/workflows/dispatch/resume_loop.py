@@ -8,7 +8,9 @@ claims the due rows of a tenant in one transaction (`continuation.resume_many`:
 rules 2-7, the same claim as the job's) and finishes the quick continuations
 together. A continuation that needs commits of its own (a mail, a webhook,
 a wait for an event ...) is handed to RQ under the lease the claim took
-(`continue-run`), so one slow run never holds up the next resume.
+(`continue-run`), so one slow run never holds up the next resume. A run
+that just started (a queued run whose slot freed, a child) comes the same way
+("tenant|run|-100"): its lease is taken as the advance job would.
 
 Nothing here is the truth: a request lost with Redis, or popped by a worker
 that dies before its claim commits, is a due pending row that the minute
@@ -55,11 +57,19 @@ def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
     (`continuation.resume_requests`: a request that fails rule 1 is logged
     and dropped)."""
     requests = []
+    advances: dict[str, list[str]] = {}
     for item in raw:
         try:
-            requests.append(signals.parse_member(item))
+            tenant_id, run_id, step = signals.parse_member(item)
         except ValueError as exc:
             log.warning("resume request refused", extra={"error": str(exc)})
+            continue
+        if step == signals.ADVANCE_STEP:  # just started: lease it and run it
+            advances.setdefault(tenant_id, []).append(run_id)
+        else:
+            requests.append((tenant_id, run_id, step))
+    for tenant_id, run_ids in advances.items():
+        continuation.advance_many(tenant_id, run_ids, handoff=signals.request_continue)
     return continuation.resume_requests(requests, handoff=signals.request_continue)
 
 

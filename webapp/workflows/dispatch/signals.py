@@ -34,6 +34,9 @@ POKE_KEY = "webapp:wf:timers:poke"  # pushed when a wake-up is added: the timer 
 RESUME_KEY = "webapp:wf:resume"  # list of "tenant|run|step" due now, for the resume loops
 ALIVE_KEY = "webapp:wf:resume:alive"  # set (with an expiry) by every live resume loop
 LOOP_ALIVE_MS = 5000
+# A resume-loop request for a run that just started (no pending row): lease it
+# and run it (`advance`), as the advance job would.
+ADVANCE_STEP = -100
 
 # One round trip: push for the resume loops if one is alive, else tell the caller.
 _PUSH_IF_ALIVE = """
@@ -107,7 +110,18 @@ def on_wake(tenant_id: str, run_id: str, step_index: int, wake_at: datetime) -> 
 
 def on_start(tenant_id: str, run_ids: list[str]) -> None:
     """The store's start listener (after commit): queued runs just started
-    (their slot freed) are advanced by a worker."""
+    (their slot freed, a child) are advanced by a worker: through the resume
+    loops when one is alive (no job queue in between), else an RQ job."""
+    if not has_app_context() or not run_ids:
+        return
+    members = [member(tenant_id, run_id, ADVANCE_STEP) for run_id in run_ids]
+    try:
+        if get_redis().eval(_PUSH_IF_ALIVE, 2, ALIVE_KEY, RESUME_KEY, *members):
+            return
+    except RedisError as exc:
+        log.warning(
+            "advance not pushed; queued as a job", extra={"error_class": type(exc).__name__}
+        )
     schedule_advance_many(tenant_id, run_ids)
 
 

@@ -3,8 +3,9 @@ runs whose lease expired (their worker died), in every worker process.
 
 Due wake-ups live in a Redis sorted set scored by their instant in
 milliseconds (`signals.schedule_resume` adds them). The timer sleeps exactly
-until the earliest one, woken early through a list when a sooner one is
-added; a due member is claimed with ZREM, so of several timers exactly one
+until the earliest one (on a local event, to the millisecond), woken early
+when a sooner one is added (a poke on a Redis list, which a second thread
+waits on and turns into that event); a due member is claimed with ZREM, so of several timers exactly one
 enqueues its resume. Every `LEASE_CHECK_S` it also looks for running runs
 whose lease expired and enqueues `advance` for them.
 
@@ -82,13 +83,28 @@ def next_sleep(r: Redis, now_ms: int, cap: float) -> float:
     return max(0.0, min(cap, (float(head[0][1]) - now_ms) / 1000))
 
 
-def loop(stop: threading.Event) -> None:
+def listen_for_pokes(stop: threading.Event, poked: threading.Event) -> None:
+    """Turn pokes (a sooner timer was added) into `poked`: the timer sleeps on
+    that local event, to the millisecond, instead of in a blocking Redis
+    command, whose timeout Redis only checks about every 100 ms."""
+    while not stop.is_set():
+        try:
+            if get_redis().blpop([signals.POKE_KEY], timeout=MAX_SLEEP_S):
+                poked.set()
+        except Exception:  # an outage: the loop notices it too; poll meanwhile
+            poked.set()
+            stop.wait(MAX_SLEEP_S)
+
+
+def loop(stop: threading.Event, poked: threading.Event | None = None) -> None:
     next_lease_check = 0.0
     outage = False
     while not stop.is_set():
         liveness.tick("worker", "timer")
         try:
             r = get_redis()
+            if poked is not None:
+                poked.clear()
             now_ms = signals.to_ms(clock.now())
             fire_due(r, now_ms, stop)
             if time.monotonic() >= next_lease_check:
@@ -98,7 +114,9 @@ def loop(stop: threading.Event) -> None:
                         break
                     redispatch(r, tenant_id, run_id)
             wait = next_sleep(r, now_ms, min(MAX_SLEEP_S, next_lease_check - time.monotonic()))
-            if wait > 0:
+            if wait > 0 and poked is not None:
+                poked.wait(wait)
+            elif wait > 0:
                 r.blpop([signals.POKE_KEY], timeout=max(wait, 0.001))
             if outage:
                 log.info("workflow timer reconnected")
@@ -116,10 +134,19 @@ def start_thread(
     """Run the timer in a daemon thread of this process (with an app context).
     Set the event (`stop`, or a new one) to stop it: nothing more is claimed."""
     stop = stop or threading.Event()
+    poked = threading.Event()
+
+    def listen() -> Any:
+        with app.app_context():
+            listen_for_pokes(stop, poked)
+
+    listener = threading.Thread(target=listen, name="workflow-timer-pokes", daemon=True)
 
     def run() -> Any:
+        listener.start()
         with app.app_context():
-            loop(stop)
+            loop(stop, poked)
+        listener.join()  # within one blocking wait of the stop: joining the timer joins both
 
     thread = threading.Thread(target=run, name="workflow-timer", daemon=True)
     thread.start()

@@ -23,7 +23,7 @@ from webapp.eventstore import NewEvent, StreamId, get_events
 from webapp.metrics import resume_latency
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import Workflow
-from webapp.workflows.engine import heartbeat
+from webapp.workflows.engine import active_slots, heartbeat
 from webapp.workflows.engine.resume_rules import (
     Decision,
     ResumeResult,
@@ -32,7 +32,15 @@ from webapp.workflows.engine.resume_rules import (
     wanted_events,
 )
 from webapp.workflows.engine.run_state import RunState
-from webapp.workflows.store import definitions, locks, rates, runs, wake_signal
+from webapp.workflows.store import (
+    children,
+    definitions,
+    locks,
+    rates,
+    runs,
+    wake_signal,
+)
+from webapp.workflows.store import rows as rows_mod
 from webapp.workflows.store import run_events as ev
 
 log = logging.getLogger("webapp.workflows")
@@ -164,24 +172,50 @@ def _found(conn: Connection, ids: set[str]) -> dict[str, Any]:
     return get_events(conn, ids) if ids else {}
 
 
+def _children_of(pairs: list[Any], found: dict[str, Any]) -> set[str]:
+    """The settled children whose waiting parents these pairs wake."""
+    out = set()
+    for p, _ in pairs:
+        e = found.get(_ref(p.trigger_event_ref))
+        if p.suspension_event_type == ev.CHILD_STARTED and e is not None:
+            out.add(str(e.payload.get("childRunId")))
+    return out
+
+
+def _decisions(
+    pairs: list[Any], found: dict[str, Any], shapes: dict[str, Any], kids: dict[str, Any]
+) -> list[tuple[Workflow | None, Decision]]:
+    """Each pair's decision (one claim per run and batch: a second row of a
+    run already decided is already-resumed)."""
+    out: list[tuple[Workflow | None, Decision]] = []
+    seen: set[str] = set()
+    for p, row in pairs:
+        if row is None or p.run_id in seen:
+            out.append((None, Decision(ResumeResult.ALREADY)))
+            continue
+        wf = definition_of(row)
+        d = decide(p, row, wf, found, shapes.get(row.fingerprint), kids)
+        if d.result != ResumeResult.ALREADY:
+            seen.add(p.run_id)
+        out.append((wf, d))
+    return out
+
+
 def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
     """Rules 2-7 for (pending, runs row) pairs the caller locked, inside the
     caller's transaction: one Claim per pair."""
     found = _found(conn, set().union(*(wanted_events(p, row) for p, row in pairs if row)))
     shapes = old_shapes(conn, [row for _, row in pairs])
+    kids = children.results_of(conn, tenant_id, _children_of(pairs, found))
     writes = _Writes(tenant_id)
     out: list[Claim] = []
-    seen: set[str] = set()
-    for p, row in pairs:
-        if row is None or p.run_id in seen:  # one claim per run and batch
-            out.append(Claim(ResumeResult.ALREADY))
-            continue
-        wf = definition_of(row)
-        d = decide(p, row, wf, found, shapes.get(row.fingerprint))
-        if d.result == ResumeResult.ALREADY:
+    decided = active_slots.admit_resumes(
+        conn, tenant_id, pairs, _decisions(pairs, found, shapes, kids)
+    )
+    for (p, row), (wf, d) in zip(pairs, decided, strict=True):
+        if d.result in (ResumeResult.ALREADY, ResumeResult.NO_SLOT):
             out.append(Claim(d.result))
             continue
-        seen.add(p.run_id)
         if d.result == ResumeResult.STARTED:  # decided under its rate key's lock, now
             started = rates.start_due(conn, row)
             out.append(Claim(ResumeResult.STARTED if started else ResumeResult.NOT_DUE))
@@ -208,7 +242,8 @@ def claim_due(
     now = clock.now()
     early = [p for p, _ in pairs if p.wake_at > now]
     for p in early:
-        wake_signal.signal(conn, tenant_id, p.run_id, p.step_index, p.wake_at)
+        if rows_mod.timed(p.wake_at):  # not a row waiting for its event or a slot
+            wake_signal.signal(conn, tenant_id, p.run_id, p.step_index, p.wake_at)
     due = [(p, row) for p, row in pairs if p.wake_at <= now]
     return early, due, claim(conn, tenant_id, due)
 

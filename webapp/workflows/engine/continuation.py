@@ -113,10 +113,13 @@ def advance(tenant_id: str, run_id: str) -> str:
     return run_loop.execute(tenant_id, run_id, states[0].token, states[0])
 
 
-def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
-    """`advance` for a batch of just-started runs, continued together."""
+def advance_many(
+    tenant_id: str, run_ids: list[str], handoff: Handoff | None = None
+) -> dict[str, str]:
+    """`advance` for a batch of just-started runs, continued together (a slow
+    one passed to `handoff` when given)."""
     out, states = claims.take_leases(tenant_id, run_ids)
-    continue_runs(tenant_id, states)
+    continue_runs(tenant_id, states, handoff)
     return out
 
 

@@ -50,6 +50,7 @@ class ResumeResult(StrEnum):
     NOT_RUNNING = "not-running"
     PAUSED = "paused"  # the run is paused: its pending row waits for the resume
     CANCELLED = "cancelled"  # a cancel-on event came: the run is cancelled
+    NO_SLOT = "no-slot"  # slot="active": no free slot to resume into; it waits for one
     STARTED = "started"  # a queued run's planned start came (throttle, debounce)
 
 
@@ -116,7 +117,7 @@ def _ref(ref: Any) -> str:
 def wanted_events(pending: Any, row: Any) -> set[str]:
     """The event ids rule 6 reads for this pair."""
     ids = {_ref(row.trigger_event_ref)}
-    if pending.suspension_event_type == ev.STEP_WAITING_FOR_EVENT:
+    if pending.suspension_event_type in (ev.STEP_WAITING_FOR_EVENT, ev.CHILD_STARTED):
         ids.add(_ref(pending.trigger_event_ref))
     return ids - {""}
 
@@ -131,10 +132,12 @@ def decide(
     wf: Workflow | None,
     found: Mapping[str, Event],
     old_shape: Mapping[str, Any] | None = None,
+    children: Mapping[str, Any] | None = None,
 ) -> Decision:
     """Rules 2-7 for one pending row and its runs row (None: gone), given the
     loaded definition of the run's version (None: not registered), the events
-    found by id, and the shape of the definition the run suspended under."""
+    found by id, the shape of the definition the run suspended under, and the
+    stored results of settled children by run id (a parent waiting for one)."""
     if pending.step_index < 0:  # not a step: one of the run's controls
         return decide_control(pending, row)
     if row is None or settled(row, pending):  # rules 2, 3
@@ -152,6 +155,8 @@ def decide(
         return _failed(ev.REASON_TRIGGER_UNAVAILABLE, "trigger event unavailable")
     if pending.step_index >= len(wf.steps):
         return _failed(ev.REASON_DEFINITION_CHANGED, "step index out of range")
+    if pending.suspension_event_type == ev.CHILD_STARTED:  # rule 7, a child settled
+        return _child_settled(pending, row, wf, found, children or {}, adopt)
     if pending.suspension_event_type == ev.RETRY_SCHEDULED:  # rule 7, a retry
         return Decision(
             ResumeResult.RESUMED,
@@ -174,6 +179,40 @@ def decide(
         ResumeResult.RESUMED,
         claim=True,
         step_index=pending.step_index + 1,
+        results=results,
+        adopt=adopt,
+    )
+
+
+def _child_settled(
+    pending: Any,
+    row: Any,
+    wf: Workflow,
+    found: Mapping[str, Event],
+    children: Mapping[str, Any],
+    adopt: bool,
+) -> Decision:
+    """The parent goes on after its child's step with the child's return
+    value; a child that failed or was cancelled marks the step (it raises
+    there, so a retry around it can start a new child)."""
+    settled = found.get(_ref(pending.trigger_event_ref))
+    if settled is None:
+        return _failed(ev.REASON_AWAITED_UNAVAILABLE, "awaited event unavailable")
+    i = pending.step_index
+    results = dict(row.results or {})
+    child_id = str(settled.payload.get("childRunId"))
+    status = settled.payload.get("status")
+    if status == RunStatus.COMPLETED:
+        results[wf.steps[i].name] = dict(children.get(child_id) or {}).get("return")
+        return Decision(
+            ResumeResult.RESUMED, claim=True, step_index=i + 1, results=results, adopt=adopt
+        )
+    results[ev.CHILD_FAILED] = {"stepIndex": i, "runId": child_id, "status": status}
+    return Decision(
+        ResumeResult.RESUMED,
+        claim=True,
+        step_index=i,
+        attempt=int(pending.retry_attempt or 1),
         results=results,
         adopt=adopt,
     )

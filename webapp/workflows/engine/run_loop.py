@@ -29,9 +29,10 @@ from typing import Any
 from webapp import clock, db
 from webapp.eventstore import NewEvent, get_event
 from webapp.workflows.definition import catalog
+from webapp.workflows.definition.children import child_step
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import Retry, Return, Step, Wait, WaitForEvent
-from webapp.workflows.engine import heartbeat, stops, suspensions, transient
+from webapp.workflows.engine import children, heartbeat, stops, suspensions, transient
 from webapp.workflows.engine.run_state import RunResult, RunState, Stop
 from webapp.workflows.interpreter import (
     ReturnSignal,
@@ -154,6 +155,14 @@ def _run(state: RunState) -> str | Stop:
                 return stops.waiting(ctx, step, token, state.fingerprint, at, carry)
             if isinstance(step, WaitForEvent):
                 return suspensions.for_event(ctx, wf, step, token)
+            if child_step(step) is not None:  # run_workflow (maybe inside a retry)
+                children.raise_if_failed(ctx)
+                started = children.start(ctx, step, token)
+                if started is not None:
+                    return started
+                i += 1
+                ctx.attempt = 1
+                continue
             if needs_transaction(step):
                 done = _in_transaction(ctx, state, step, i + 1 == n)
                 if done is not None:

@@ -12,8 +12,8 @@ from sqlalchemy import Connection, select, update
 from webapp import clock
 from webapp.eventstore import Event, read_all
 from webapp.workflows.definition import match as matchmod
-from webapp.workflows.store import wake_signal
-from webapp.workflows.store.tables import workflow_run_pending
+from webapp.workflows.store import rows, wake_signal
+from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 
@@ -94,3 +94,64 @@ def _matches(row: Any, event: Event) -> bool:
             },
         )
         return False
+
+
+def hold(conn: Connection, tenant_id: str, run_id: str, step_index: int) -> None:
+    """A due row whose run (`slot="active"`) found no free slot to resume:
+    kept, not due, until a refill of its key releases it."""
+    conn.execute(
+        update(workflow_run_pending)
+        .where(
+            workflow_run_pending.c.tenant_id == tenant_id,
+            workflow_run_pending.c.run_id == run_id,
+            workflow_run_pending.c.step_index == step_index,
+        )
+        .values(wake_at=rows.SLOT_WAIT)
+    )
+
+
+def _held_of(key: tuple[str, str, str]) -> Any:
+    p, r = workflow_run_pending.c, workflow_runs.c
+    return (
+        select(p.tenant_id, p.run_id, p.step_index)
+        .join(workflow_runs, (r.tenant_id == p.tenant_id) & (r.run_id == p.run_id))
+        .where(
+            p.tenant_id == key[0],
+            p.wake_at == rows.SLOT_WAIT,
+            r.workflow_name == key[1],
+            r.concurrency_key == key[2],
+        )
+    )
+
+
+def release_held(conn: Connection, key: tuple[str, str, str], n: int) -> int:
+    """Make up to `n` rows of the key that wait for a slot due now, oldest
+    run first (their resume takes the slot, or waits again): how many."""
+    q = _held_of(key).order_by(workflow_runs.c.started_position).limit(n)
+    now = clock.now()
+    found = conn.execute(q).all()
+    for tenant_id, run_id, step_index in found:
+        conn.execute(
+            update(workflow_run_pending)
+            .where(
+                workflow_run_pending.c.tenant_id == tenant_id,
+                workflow_run_pending.c.run_id == run_id,
+                workflow_run_pending.c.step_index == step_index,
+            )
+            .values(wake_at=now)
+        )
+        wake_signal.signal(conn, tenant_id, run_id, step_index, now)
+    return len(found)
+
+
+def held_keys(conn: Connection, tenant_id: str) -> set[tuple[str, str, str]]:
+    """Keys with runs waiting for a slot to resume (the sweep refills them)."""
+    p, r = workflow_run_pending.c, workflow_runs.c
+    q = (
+        select(r.tenant_id, r.workflow_name, r.concurrency_key)
+        .select_from(workflow_run_pending)
+        .join(workflow_runs, (r.tenant_id == p.tenant_id) & (r.run_id == p.run_id))
+        .where(p.tenant_id == tenant_id, p.wake_at == rows.SLOT_WAIT)
+        .distinct()
+    )
+    return {(t, w, k) for t, w, k in conn.execute(q)}

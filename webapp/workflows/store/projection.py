@@ -28,7 +28,7 @@ from sqlalchemy import Connection, delete, insert, or_, select, update
 from webapp import clock
 from webapp.eventstore import Event, register_inline
 from webapp.workflows.definition import catalog
-from webapp.workflows.store import pending, rows, slots, sql, wake_signal
+from webapp.workflows.store import children, pending, rows, slots, sql, wake_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
@@ -68,6 +68,7 @@ def apply(
     cleared: dict[str, set[str]] = {}  # their suspensions end (step rows go)
     gone: dict[str, set[str]] = {}  # they settle: every pending row goes
     controlled: list[Event] = []
+    suspending: list[Event] = []  # a slot="active" run gives its slot back
     new_rows: dict[tuple[str, str, int], dict[str, Any]] = {}
     started: list[dict[str, Any]] = []
     runs_values: dict[tuple[str, str], dict[str, Any]] = {}
@@ -100,6 +101,16 @@ def apply(
             row = rows.pending_row(e, rows.fingerprint_for(conn, e))
             new_rows[(*key, row["step_index"])] = row
             values.update(rows.suspended_values(e, now))
+            suspending.append(e)
+            continue
+        if e.type == ev.CHILD_STARTED and e.payload.get("wait"):  # waits for its child
+            row = children.waiting_row(e)
+            new_rows[(*key, row["step_index"])] = row
+            values.update(rows.suspended_values(e, now))
+            suspending.append(e)
+            continue
+        if e.type in (ev.CHILD_STARTED, ev.CHILD_SETTLED):  # a record: the run goes on
+            values.update(version=e.version, updated_at=now)
             continue
         if e.type == ev.RUN_MIGRATED:  # the suspension (if any) moves with the run
             values.update(rows.migrated_values(e, now))
@@ -166,9 +177,12 @@ def apply(
         _insert_unstarted(conn, events, now)
     if settling:
         slots.after_settle(conn, settling)
+        children.after_settle(conn, settling)
+    if suspending:
+        slots.after_settle(conn, suspending, active_only=True)
     for tenant_id, run_id, step_index in sorted(new_rows):
         at = new_rows[(tenant_id, run_id, step_index)]["wake_at"]
-        if at != rows.NEVER:
+        if rows.timed(at):
             wake_signal.signal(conn, tenant_id, run_id, step_index, at)
     for e in controlled:
         if (e.tenant_id, e.aggregate_id, ev.CANCEL_ON_STEP) in new_rows:
@@ -234,7 +248,7 @@ def _hold_pending(conn: Connection, e: Event, paused: bool) -> None:
         return
     q = select(workflow_run_pending.c.step_index, workflow_run_pending.c.wake_at)
     for step_index, wake_at in conn.execute(q.where(rows.pending_key(e))):
-        if wake_at != rows.NEVER:
+        if rows.timed(wake_at):
             wake_signal.signal(conn, e.tenant_id, e.aggregate_id, step_index, wake_at)
 
 

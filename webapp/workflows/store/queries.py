@@ -207,3 +207,12 @@ def open_runs_at(
     if run_id is not None:
         q = q.where(c.run_id == run_id)
     return list(conn.execute(locks.locked(conn, q.order_by(c.tenant_id, c.run_id))))
+
+
+def children(conn: Connection, tenant_id: str, run_id: str) -> list[Any]:
+    """A run's child runs (`run_workflow`), oldest first."""
+    c = workflow_runs.c
+    q = select(c.run_id, c.workflow_name, c.status, c.started_at).where(
+        c.tenant_id == tenant_id, c.parent_run_id == run_id
+    )
+    return list(conn.execute(q.order_by(c.started_at, c.run_id)))

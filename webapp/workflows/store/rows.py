@@ -16,6 +16,15 @@ from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 # The wake time of a cancel-on row until its event comes: never due.
 NEVER = datetime(9999, 1, 1, tzinfo=UTC)
+# The wake time of a due row whose run (`slot="active"`) waits for a free
+# slot to resume: never due until a refill makes it due again.
+SLOT_WAIT = datetime(9998, 1, 1, tzinfo=UTC)
+
+
+def timed(at: datetime) -> bool:
+    """A real wake time (not a row that waits for its event or a slot)."""
+    return at < SLOT_WAIT
+
 
 # A started run not picked up by a worker within this time is re-dispatched by the sweep.
 START_GRACE = timedelta(seconds=10)
@@ -169,6 +178,7 @@ def started_row(e: Event, now: datetime) -> dict[str, Any]:
         subject_id=(p["triggerEventRef"] or {}).get("aggregateId"),
         concurrency_key=p.get("concurrencyKey"),
         priority=p.get("priority"),
+        parent_run_id=p.get("parentRunId"),
         rate_key=p.get("rateKey"),
         started_position=e.position,
         results={},

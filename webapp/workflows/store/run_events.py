@@ -31,6 +31,7 @@ SETTLED = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus
 AGGREGATE_TYPE = "workflow-run"
 
 CONSUMED = "$consumed"  # results key: position of the last awaited event a run used
+CHILD_FAILED = "$child_failed"  # results key: the child that did not complete (its step raises)
 
 RUN_QUEUED = "workflow.run-queued"
 RUN_STARTED = "workflow.run-started"
@@ -45,6 +46,8 @@ RUN_RETRIED = "workflow.run-retried"
 RUN_MIGRATED = "workflow.run-migrated"
 RUN_PAUSED = "workflow.run-paused"
 RUN_UNPAUSED = "workflow.run-unpaused"
+CHILD_STARTED = "workflow.child-started"  # on the parent's stream; the child's trigger
+CHILD_SETTLED = "workflow.child-settled"  # on the child's stream, after it settled
 RUN_SKIPPED = "workflow.run-skipped"
 # A queued throttled or debounced run's start moves: a new trigger of its
 # debounce key (which becomes the run's trigger), or a full throttle window
@@ -64,6 +67,8 @@ ALL = (
     RUN_MIGRATED,
     RUN_PAUSED,
     RUN_UNPAUSED,
+    CHILD_STARTED,
+    CHILD_SETTLED,
     RUN_SKIPPED,
     RUN_DEBOUNCED,
     RUN_DELAYED,
@@ -80,6 +85,7 @@ REASON_DEFINITION_CHANGED = "workflow_definition_changed"
 REASON_TRIGGER_UNAVAILABLE = "trigger_event_unavailable"
 REASON_AWAITED_UNAVAILABLE = "awaited_event_unavailable"
 REASON_DEADLINE = "deadline_exceeded"
+REASON_PARENT_SETTLED = "parent_settled"  # a child cancelled with its parent
 REASON_CANCELLED_BY_EVENT = "cancelled_by_event"
 
 # A run's controls live in the pending set beside its suspension, at step
@@ -168,6 +174,8 @@ def started_from(row: Any) -> dict[str, Any]:
         row.idempotency_key,
         row.definition_version,
     )
+    if row.parent_run_id is not None:  # a queued child keeps its parent
+        payload["parentRunId"] = row.parent_run_id
     if getattr(row, "rate_key", None) is not None:
         payload["rateKey"] = row.rate_key
     if row.concurrency_key is None:
@@ -275,6 +283,49 @@ def run_paused(workflow_name: str, step_index: int, by: str) -> dict[str, Any]:
 
 def run_unpaused(workflow_name: str, step_index: int) -> dict[str, Any]:
     return {"workflowName": workflow_name, "stepIndex": step_index}
+
+
+def child_run_id(parent_run_id: str, step_index: int, attempt: int) -> str:
+    """A child's id, from its parent's id and step (and the attempt of a retry
+    around it): a parent that runs the step again never starts a second child."""
+    suffix = "" if attempt == 1 else f"|{attempt}"
+    return str(uuid.uuid5(RUN_NAMESPACE, f"child|{parent_run_id}|{step_index}{suffix}"))
+
+
+def child_started(
+    workflow_name: str,
+    step_index: int,
+    attempt: int,
+    child_run_id: str,
+    child_workflow: str,
+    input: Any,
+    wait: bool,
+) -> dict[str, Any]:
+    """On the parent's stream: it started a child (the child's trigger event:
+    the child reads its input as `ctx.trigger.payload["input"]`)."""
+    return {
+        "workflowName": workflow_name,
+        "stepIndex": step_index,
+        "attempt": attempt,
+        "childRunId": child_run_id,
+        "childWorkflow": child_workflow,
+        "input": input,
+        "wait": wait,
+    }
+
+
+def child_settled(
+    workflow_name: str, child_run_id: str, parent_run_id: str, parent_step: int, status: str
+) -> dict[str, Any]:
+    """On the child's stream, once it settled: what wakes its waiting parent
+    (which reads the child's result from the child's row, not from here)."""
+    return {
+        "workflowName": workflow_name,
+        "childRunId": child_run_id,
+        "parentRunId": parent_run_id,
+        "parentStep": parent_step,
+        "status": status,
+    }
 
 
 def run_skipped(

@@ -8,37 +8,46 @@ nobody is queued before it (else it is queued: run-queued); a run settling
 refills its key in the same transaction, just before commit (`refill`):
 queued runs by priority (5 first), then oldest, skipping rows another
 transaction holds. The minute sweep refills every key with queued runs, the
-net for a limit raised by a deploy or a lost refill.
+net for a limit raised (or removed) by a deploy or a lost refill.
 """
 
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, tuple_
 
 from webapp import db
 from webapp.eventstore import Event, NewEvent, StreamId, append, hold_append_lock
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import Limit
+from webapp.workflows.definition.model import Workflow
+from webapp.workflows.store import pending, sql, start_signal
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store import sql, start_signal
 from webapp.workflows.store.run_events import HOLDING, RunStatus
 from webapp.workflows.store.tables import workflow_runs, workflow_slot_keys
 
 Key = tuple[str, str, str]  # (tenant, workflow, concurrency key)
 
 
-def limit_for(workflow_name: str) -> Limit | None:
-    """The limit in force: the one of the version new triggers start (else
-    of the highest version registered)."""
+def _starting(workflow_name: str) -> Workflow | None:
+    """The version new triggers start, else the highest one registered."""
     wf = catalog.get(workflow_name)
     if wf is None:
         versions = catalog.versions(workflow_name)
         wf = versions[-1] if versions else None
-    return wf.concurrency if wf is not None else None
+    return wf
+
+
+def limit_for(workflow_name: str) -> Limit | None:
+    """The limit in force: the one of the version new triggers start (else
+    of the highest version registered); a cron workflow's overlap skip or
+    buffer_one is a limit of one."""
+    wf = _starting(workflow_name)
+    return wf.slot_limit if wf is not None else None
 
 
 def lock_key(conn: Connection, key: Key) -> None:
@@ -63,8 +72,14 @@ def _of(key: Key) -> Any:
     return (c.tenant_id == key[0]) & (c.workflow_name == key[1]) & (c.concurrency_key == key[2])
 
 
-def holders(conn: Connection, key: Key) -> int:
-    q = select(func.count()).where(_of(key), workflow_runs.c.status.in_(HOLDING))
+def holding(limit: Limit) -> tuple[RunStatus, ...]:
+    """The statuses that hold a slot: running or waiting, or running only
+    (`slot="active"`)."""
+    return (RunStatus.RUNNING,) if limit.slot == "active" else HOLDING
+
+
+def holders(conn: Connection, key: Key, limit: Limit) -> int:
+    q = select(func.count()).where(_of(key), workflow_runs.c.status.in_(holding(limit)))
     return int(conn.execute(q).scalar_one())
 
 
@@ -93,20 +108,105 @@ def queued(
     return list(conn.execute(q))
 
 
+def lock_keys(conn: Connection, keys: Sequence[Key]) -> None:
+    """`lock_key` for many keys at once: one insert of the missing rows, one
+    locking read, in key order (every locker of several keys orders them so)."""
+    hold_append_lock(conn)
+    ordered = sorted(set(keys))
+    c = workflow_slot_keys.c
+    sql.insert_ignore_many(
+        conn,
+        workflow_slot_keys,
+        [dict(tenant_id=t, workflow_name=w, concurrency_key=k) for t, w, k in ordered],
+        ["tenant_id", "workflow_name", "concurrency_key"],
+    )
+    if not db.is_sqlite(conn):
+        conn.execute(
+            select(c.tenant_id)
+            .where(tuple_(c.tenant_id, c.workflow_name, c.concurrency_key).in_(ordered))
+            .order_by(c.tenant_id, c.workflow_name, c.concurrency_key)
+            .with_for_update()
+        )
+
+
+def admit_many(
+    conn: Connection, wanted: Sequence[tuple[Key, Limit]], behind_queue: bool = True
+) -> list[bool]:
+    """`admits` for a batch of new triggers, in their order: each key locked
+    once, its holders counted and its queue checked once for all of them
+    (four statements whatever the batch), then the first free-slot-many of a
+    key start and the rest queue. `behind_queue=False` (resumes of
+    `slot="active"` runs): a free slot is taken whoever is queued."""
+    keys = sorted({key for key, _ in wanted})
+    if not keys:
+        return []
+    lock_keys(conn, keys)
+    c = workflow_runs.c
+    of = tuple_(c.tenant_id, c.workflow_name, c.concurrency_key).in_(keys)
+    counts = conn.execute(
+        select(c.tenant_id, c.workflow_name, c.concurrency_key, c.status, func.count())
+        .where(of, c.status.in_(HOLDING))
+        .group_by(c.tenant_id, c.workflow_name, c.concurrency_key, c.status)
+    ).all()
+    limits = dict(wanted)
+    held = Counter[Key]()
+    for t, w, k, status, n in counts:
+        if status in holding(limits[(t, w, k)]):
+            held[(t, w, k)] += n
+    waiting: set[Key] = set()
+    if behind_queue:
+        waiting = {
+            (t, w, k)
+            for t, w, k in conn.execute(
+                select(c.tenant_id, c.workflow_name, c.concurrency_key)
+                .where(of, c.status == RunStatus.QUEUED, c.paused_by.is_(None))
+                .distinct()
+            )
+        }
+    out = []
+    for key, limit in wanted:
+        ok = key not in waiting and held[key] < limit.max
+        if ok:
+            held[key] += 1
+        else:
+            waiting.add(key)  # one queued: the later ones of the batch queue behind it
+        out.append(ok)
+    return out
+
+
+def open_counts(conn: Connection, tenant_id: str, workflow: str) -> tuple[int, int]:
+    """(holding a slot, queued): the open runs of a workflow in a tenant, any key."""
+    c = workflow_runs.c
+    q = (
+        select(c.status, func.count())
+        .where(c.tenant_id == tenant_id, c.workflow_name == workflow, c.status.in_(ev.OPEN))
+        .group_by(c.status)
+    )
+    counts = {status: int(n) for status, n in conn.execute(q)}
+    return sum(counts.get(s, 0) for s in HOLDING), counts.get(RunStatus.QUEUED, 0)
+
+
 def admits(conn: Connection, key: Key, limit: Limit) -> bool:
     """For a new trigger (the key locked here, until commit): may it start now?"""
     lock_key(conn, key)
-    return holders(conn, key) < limit.max and not queued(conn, key, 1)
+    return holders(conn, key, limit) < limit.max and not queued(conn, key, 1)
 
 
 def refill(conn: Connection, key: Key) -> list[str]:
-    """Start queued runs of the key while slots are free; their run ids."""
-    limit = limit_for(key[1])
-    if limit is None:
+    """Start queued runs of the key while slots are free; their run ids. A
+    registered workflow without a limit any more (a deploy removed it, or
+    set a cron workflow's overlap to "allow") starts all of them."""
+    wf = _starting(key[1])
+    if wf is None or key[2] is None:  # no key: a paused workflow's run, started by its resume
         return []
+    limit = wf.slot_limit
     lock_key(conn, key)
-    free = limit.max - holders(conn, key)
-    if free <= 0:
+    free = None if limit is None else limit.max - holders(conn, key, limit)
+    if free is not None and free <= 0:
+        return []
+    if limit is not None and free is not None and limit.slot == "active":
+        free -= pending.release_held(conn, key, free)  # runs waiting to resume go first
+    if free is not None and free <= 0:
         return []
     started = []
     for row in queued(conn, key, free, skip_locked=True):
@@ -117,11 +217,14 @@ def refill(conn: Connection, key: Key) -> list[str]:
     return started
 
 
-def after_settle(conn: Connection, settled: Sequence[Event]) -> None:
-    """Runs of limited workflows settled in this transaction: refill their
-    keys just before it commits (one read, only when such a workflow exists)."""
+def after_settle(conn: Connection, settled: Sequence[Event], active_only: bool = False) -> None:
+    """Runs of limited workflows settled in this transaction (or, with
+    `active_only`, runs of `slot="active"` workflows that suspended): refill
+    their keys just before it commits (one read, only when such a workflow
+    exists)."""
     names = {str(e.payload.get("workflowName")) for e in settled}
-    if not any(limit_for(n) is not None for n in names):
+    limits = [limit_for(n) for n in names]
+    if not any(lim is not None and (lim.slot == "active" or not active_only) for lim in limits):
         return
     c = workflow_runs.c
     ids = sorted({e.aggregate_id for e in settled})
@@ -144,13 +247,14 @@ def _refill_once(conn: Connection, key: Key) -> None:
 
 
 def keys_with_queued(conn: Connection, tenant_id: str) -> list[Key]:
+    """Keys with queued runs, or with runs waiting for a slot to resume."""
     c = workflow_runs.c
     q = (
         select(c.tenant_id, c.workflow_name, c.concurrency_key)
         .where(c.tenant_id == tenant_id, c.status == RunStatus.QUEUED)
         .distinct()
     )
-    return [(t, w, k) for t, w, k in conn.execute(q)]
+    return sorted({(t, w, k) for t, w, k in conn.execute(q)} | pending.held_keys(conn, tenant_id))
 
 
 def queue_position(conn: Connection, row: Any) -> int | None:

@@ -35,6 +35,16 @@ def insert_ignore(conn: Connection, table: Table, values: dict[str, Any], keys: 
     conn.execute(_insert(conn, table).values(**values).on_conflict_do_nothing(index_elements=keys))
 
 
+def insert_ignore_many(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: list[str]
+) -> None:
+    """One multi-row INSERT .. ON CONFLICT DO NOTHING."""
+    if rows:
+        conn.execute(
+            _insert(conn, table).values(list(rows)).on_conflict_do_nothing(index_elements=keys)
+        )
+
+
 def upsert_many(
     conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: list[str]
 ) -> None:

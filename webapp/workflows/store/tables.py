@@ -1,5 +1,6 @@
 """Tables of the workflow runner (schema: migrations/versions/0002_workflows.py,
-0004, 0007, 0009_workflow_versions, 0010_flow_control and 0015_run_controls)."""
+0004, 0007, 0009_workflow_versions, 0010_flow_control, 0014_cron_policies and
+0015_run_controls)."""
 
 from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, String, Table, false
 
@@ -126,4 +127,14 @@ workflow_pauses = Table(
     Column("workflow_name", String(200), primary_key=True),
     Column("paused_at", UTCDateTime(), nullable=False),
     Column("actor", String(200), nullable=True),
+)
+
+# The last tick of each cron workflow that fired, per tenant (0014): where a
+# catch-up after downtime starts. Kept inline from `workflow.cron-ticked`.
+workflow_cron_ticks = Table(
+    "workflow_cron_ticks",
+    metadata,
+    Column("tenant_id", String(64), primary_key=True),
+    Column("workflow_name", String(200), primary_key=True),
+    Column("last_tick", UTCDateTime(), nullable=False),
 )

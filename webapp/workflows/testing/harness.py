@@ -54,7 +54,7 @@ from webapp.workflows.testing.capture import (
     ok,
 )
 from webapp.workflows.testing.database import config_for, fresh_database
-from webapp.workflows.triggers import registry
+from webapp.workflows.triggers import cron, registry
 from webapp.workflows.triggers import start as triggers
 from worker import job_paths
 
@@ -208,16 +208,28 @@ class WorkflowTest:
         return event
 
     def start_cron_tick(self, workflow: str | None = None) -> str | None:
-        """The scheduler's tick of a cron workflow, now: the run id, or None
-        when this tick has started already. Then runs until idle."""
+        """A tick of a cron workflow, now: the run id (started, queued or
+        skipped by its `overlap`), or None when this tick has fired already.
+        Then runs until idle."""
+        run_id = cron.start_cron_run(self._cron(workflow), self.tenant, self.clock.now())
+        self.run_until_idle()
+        return run_id
+
+    def scheduler_tick(self, workflow: str | None = None) -> list[str | None]:
+        """What the scheduler does at the clock's time: the schedule's tick due
+        now, after the missed ticks its `catchup` window holds (oldest first);
+        their run ids. Then runs until idle."""
+        run_ids = cron.fire(self._cron(workflow), self.tenant, self.clock.now())
+        self.run_until_idle()
+        return run_ids
+
+    def _cron(self, workflow: str | None) -> Workflow:
         crons = [w for w in registry.registered() if isinstance(w.trigger, CronTrigger)]
         chosen = [w for w in crons if workflow in (None, w.name)]
         if len(chosen) != 1:
             names = [w.name for w in crons]
             raise LookupError(f"name the cron workflow to tick ({workflow!r}; under test: {names})")
-        run_id = triggers.start_cron_run(chosen[0], self.tenant, self.clock.now())
-        self.run_until_idle()
-        return run_id
+        return chosen[0]
 
     def run_until_idle(self) -> int:
         """Run every due job, then the minute sweep, until nothing is due;

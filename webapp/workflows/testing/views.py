@@ -11,7 +11,7 @@ from sqlalchemy import Connection, func, select
 
 from webapp.eventstore import Event, StreamId, read_stream
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store.rows import NEVER
+from webapp.workflows.store.rows import SLOT_WAIT
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 
@@ -76,6 +76,6 @@ def next_wake(conn: Connection, after: datetime) -> datetime | None:
     return conn.execute(
         select(func.min(workflow_run_pending.c.wake_at)).where(
             workflow_run_pending.c.wake_at > after,
-            workflow_run_pending.c.wake_at < NEVER,  # a cancel-on row until its event
+            workflow_run_pending.c.wake_at < SLOT_WAIT,  # not a row waiting for an event or a slot
         )
     ).scalar()

@@ -108,10 +108,11 @@ def admit(conn: Connection, a: Admission) -> bool:
     if a.paused:
         payload["paused"] = True
     event_type = ev.RUN_QUEUED if plan is not None or a.paused else ev.RUN_STARTED
-    if a.slot is not None and a.wf.concurrency is not None:  # then it takes a slot
+    limit = a.wf.slot_limit
+    if a.slot is not None and limit is not None:  # then it takes a slot
         payload = ev.with_slot(payload, *a.slot)
         limited = (a.tenant_id, a.wf.name, a.slot[0])
-        if not a.paused and not slots.admits(conn, limited, a.wf.concurrency):
+        if not a.paused and not slots.admits(conn, limited, limit):
             event_type = ev.RUN_QUEUED
     _append(conn, a, event_type, payload)
     return event_type == ev.RUN_STARTED

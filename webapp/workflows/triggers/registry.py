@@ -1,5 +1,5 @@
 """Registering a workflow: add it to the catalog and mount its trigger and
-wake-up projections (or cron job). The lookups live in `catalog`."""
+wake-up projections (or its cron job, `cron`). The lookups live in `catalog`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from webapp.workflows.definition.catalog import (
     registered,
 )
 from webapp.workflows.definition.model import Workflow
+from webapp.workflows.triggers import cron
 from webapp.workflows.triggers import start as trigger
 from webapp.workflows.triggers import wakeups as wakeup
 
@@ -69,6 +70,7 @@ def _remount(name: str) -> None:
     starting = catalog.get(name)
     if starting is not None:
         trigger.mount(starting)
+        cron.mount(starting)
     if versions:
         awaits = {f"{w.version}.{k}": t for w in versions for k, t in w.awaits.items()}
         wakeup.mount(dataclasses.replace(versions[-1], awaits=awaits))
@@ -77,4 +79,5 @@ def _remount(name: str) -> None:
 
 def unmount(wf: Workflow) -> None:
     trigger.unmount(wf)
+    cron.unmount(wf)
     wakeup.unmount(wf)

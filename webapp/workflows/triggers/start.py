@@ -1,11 +1,10 @@
-"""Starting runs: event triggers (an async projection per workflow, from `now`),
-webhook triggers (the same, on `workflow.webhook-received`) and cron triggers
-(a per-tenant job; run id from name + tick, so a tick never starts twice)."""
+"""Starting runs: event triggers (an async projection per workflow, from `now`)
+and webhook triggers (the same, on `workflow.webhook-received`); `start_run`
+serves them and cron ticks (`cron`) alike."""
 
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from datetime import datetime
 from typing import Any
@@ -20,18 +19,14 @@ from webapp.eventstore import (
     StreamId,
     VersionConflict,
     append,
-    append_many,
     projections,
 )
-from webapp.jobs.registry import JobSpec, register_job, unregister_job
-from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import ControlError, priority_of
-from webapp.workflows.definition.model import CronTrigger, EventTrigger, WebhookTrigger, Workflow
-from webapp.workflows.dispatch.signals import schedule_advance_many
-from webapp.workflows.store import definitions, pauses, runs, slots
+from webapp.workflows.definition.model import EventTrigger, WebhookTrigger, Workflow
+from webapp.workflows.engine.run_controls import with_controls
+from webapp.workflows.store import definitions, pauses, runs
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.triggers import rates
-from webapp.workflows.triggers.run_controls import with_controls
+from webapp.workflows.triggers import deferred, rates
 
 log = logging.getLogger("webapp.workflows")
 
@@ -40,19 +35,16 @@ def projection_name(wf: Workflow) -> str:
     return f"workflow-{wf.name}"
 
 
-def cron_job_name(wf: Workflow) -> str:
-    return "workflow-" + re.sub(r"[^A-Za-z0-9_-]", "_", wf.name)
-
-
 Slot = tuple[str, int]  # (concurrency key, priority) of a limited workflow's run
 
 
 def slot_of(wf: Workflow, trigger: Event) -> Slot | None:
     """The run's concurrency key and priority (ControlError: a function of
     the workflow gave a wrong value); None when the workflow has no limit."""
-    if wf.concurrency is None:
+    limit = wf.slot_limit
+    if limit is None:
         return None
-    return wf.concurrency.key_for(trigger), priority_of(wf.priority, trigger)
+    return limit.key_for(trigger), priority_of(wf.priority, trigger)
 
 
 def start_run(
@@ -82,7 +74,9 @@ def start_run(
     paused = pauses.is_paused(conn, wf.name)
     if key is None and slot is None and not paused and rate_key is None:
         run_id = ev.run_id_for(wf.name, None)
-        _defer(conn, tenant_id, run_id, with_controls(wf, tenant_id, run_id, trigger, started))
+        deferred.defer(
+            conn, tenant_id, run_id, with_controls(wf, tenant_id, run_id, trigger, started)
+        )
         return run_id
     found = _keyed(conn, wf, tenant_id, trigger, key)
     if found is None:
@@ -96,11 +90,12 @@ def start_run(
         rates.defer(conn, item)
         return run_id
     event_type = ev.RUN_STARTED
-    if slot is not None and wf.concurrency is not None:
+    limit = wf.slot_limit
+    if slot is not None and limit is not None:
         started = ev.with_slot(started, *slot)
         if not paused:  # admitted just before commit, like the deferred starts
             key_of = (tenant_id, wf.name, slot[0])
-            _defer_admission(conn, (tenant_id, run_id, expected, started, key_of, wf.concurrency))
+            deferred.defer_admission(conn, (tenant_id, run_id, expected, started, key_of, limit))
             return run_id
     if paused:  # a paused workflow queues its new runs until it resumes
         event_type = ev.RUN_QUEUED
@@ -112,8 +107,25 @@ def start_run(
         log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
         return None
     if event_type == ev.RUN_STARTED:
-        _advance_after_commit(conn, tenant_id, run_id)
+        deferred.advance_after_commit(conn, tenant_id, run_id)
     return run_id
+
+
+def skip_run(
+    conn: Connection,
+    wf: Workflow,
+    tenant_id: str,
+    trigger: Event,
+    run_id: str,
+    key: str | None,
+    reason: str,
+) -> None:
+    """Record a trigger that starts nothing: a run whose one event is
+    `workflow.run-skipped` (status skipped), with its trigger, `reason`
+    (`ev.SKIPPED_OVERLAP`, ...) and key. The run id is the caller's (a cron
+    tick's is made from name + tick)."""
+    payload = ev.run_skipped(wf.name, trigger.type, trigger.ref, reason, key, wf.version)
+    append(conn, runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_SKIPPED, payload)], 0)
 
 
 def _keyed(
@@ -132,77 +144,6 @@ def _keyed(
         run_id = ev.run_id_for(wf.name, f"{key}|{trigger.id}")
         row = runs.lock_run(conn, tenant_id, run_id)
     return run_id, (row.version if row is not None else 0)
-
-
-_STARTS = "workflows.deferred_starts"
-_ADVANCES = "workflows.started_runs"
-ADVANCE_CHUNK = 10  # runs per advance job: fewer jobs, and still spread over workers
-
-
-def _defer(conn: Connection, tenant_id: str, run_id: str, started: dict[str, Any]) -> None:
-    scope = db.tx_scope(conn)
-    starts = scope.get(_STARTS)
-    if starts is None:
-        starts = scope[_STARTS] = []
-        db.before_commit(conn, lambda: _flush_starts(conn))
-    starts.append((runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], 0))
-
-
-_ADMISSIONS = "workflows.deferred_admissions"
-
-
-def _defer_admission(conn: Connection, item: tuple[Any, ...]) -> None:
-    """A limited workflow's run: decide started or queued just before commit,
-    so the append lock the admission takes is held only for the commit, not
-    for the rest of the trigger batch."""
-    scope = db.tx_scope(conn)
-    items = scope.get(_ADMISSIONS)
-    if items is None:
-        items = scope[_ADMISSIONS] = []
-        db.before_commit(conn, lambda: _flush_admissions(conn))
-    items.append(item)
-
-
-def _flush_admissions(conn: Connection) -> None:
-    for tenant_id, run_id, expected, payload, key, limit in db.tx_scope(conn).pop(_ADMISSIONS, []):
-        event_type = ev.RUN_STARTED if slots.admits(conn, key, limit) else ev.RUN_QUEUED
-        stream = runs.stream(tenant_id, run_id)
-        try:
-            with conn.begin_nested():
-                append(conn, stream, [NewEvent(event_type, payload)], expected)
-        except VersionConflict:
-            log.info("workflow trigger lost the race for its key", extra={"run_id": run_id})
-            continue
-        if event_type == ev.RUN_STARTED:
-            _advance_after_commit(conn, tenant_id, run_id)
-
-
-def _flush_starts(conn: Connection) -> None:
-    starts = db.tx_scope(conn).pop(_STARTS, [])
-    if starts:
-        append_many(conn, starts)
-    for s, _, _ in starts:
-        _advance_after_commit(conn, s.tenant_id, s.aggregate_id)
-
-
-def _advance_after_commit(conn: Connection, tenant_id: str, run_id: str) -> None:
-    """Collect the transaction's started runs; after commit, one advance job
-    per chunk of them."""
-    scope = db.tx_scope(conn)
-    started = scope.get(_ADVANCES)
-    if started is None:
-        started = scope[_ADVANCES] = []
-        db.after_commit(conn, lambda: _enqueue_advances(started))
-    started.append((tenant_id, run_id))
-
-
-def _enqueue_advances(started: list[tuple[str, str]]) -> None:
-    by_tenant: dict[str, list[str]] = {}
-    for tenant_id, run_id in started:
-        by_tenant.setdefault(tenant_id, []).append(run_id)
-    for tenant_id, ids in by_tenant.items():
-        for i in range(0, len(ids), ADVANCE_CHUNK):
-            schedule_advance_many(tenant_id, ids[i : i + ADVANCE_CHUNK])
 
 
 def record_trigger_failure(conn: Connection, wf: Workflow, tenant_id: str, exc: Exception) -> None:
@@ -254,42 +195,10 @@ def mount(wf: Workflow) -> None:
         projections.register(
             projection_name(wf), [ev.WEBHOOK_RECEIVED], _apply_for(wf), start="now"
         )
-    elif isinstance(wf.trigger, CronTrigger):
-        name = wf.name
-
-        def tick(tenant_id: str | None, at: datetime) -> None:
-            current = catalog.get(name)
-            if current is not None and tenant_id is not None:
-                start_cron_run(current, tenant_id, at)
-
-        register_job(JobSpec(cron_job_name(wf), tick, wf.trigger.schedule, True, "skip"))
 
 
 def unmount(wf: Workflow) -> None:
     projections.unregister(projection_name(wf))
-    if isinstance(wf.trigger, CronTrigger):
-        unregister_job(cron_job_name(wf))
-
-
-def start_cron_run(wf: Workflow, tenant_id: str, tick: datetime) -> str | None:
-    """One run per (workflow, tick): the tick event and run-started share a
-    stream keyed by name + tick, so a second scheduler or a restart loses the
-    expected-version race and starts nothing."""
-    stamp = tick.replace(second=0, microsecond=0).isoformat()
-    key = f"cron|{stamp}"
-    run_id = ev.run_id_for(wf.name, key)
-    try:
-        with db.transaction() as conn:
-            trigger = append(
-                conn,
-                StreamId(tenant_id, "workflow-cron", run_id),
-                [NewEvent(ev.CRON_TICKED, {"workflowName": wf.name, "tick": stamp})],
-                0,
-            )[0]
-            started = start_run(conn, wf, tenant_id, trigger, key, slot_of(wf, trigger))
-    except VersionConflict:
-        return None
-    return started
 
 
 def receive_webhook(wf: Workflow, body: Any, received_at: datetime | None = None) -> Event:
