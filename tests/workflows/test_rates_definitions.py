@@ -105,3 +105,13 @@ def test_a_throttle_on_a_cron_workflow_is_refused():
             throttle=wf.rate(1, "PT1H"),
             steps=[wf.compute("a", lambda ctx: 1)],
         )
+
+
+def test_a_rate_limit_on_a_child_workflow_is_refused():
+    with pytest.raises(ControlError, match="rate_limit= does not apply to a child workflow"):
+        wf.workflow(
+            "child-report",
+            child=True,
+            rate_limit=wf.rate(1, "PT1H"),
+            steps=[wf.compute("a", lambda ctx: 1)],
+        )

@@ -204,7 +204,9 @@ def workflow(
     if priority is not None and not callable(priority):
         raise DefinitionError(f"workflow {name!r}: priority= takes a function of the event")
     overlap_, window = cron_policies(name, cron is not None, overlap, catchup, concurrency)
-    rates = controls.rates(name, throttle, rate_limit, debounce, concurrency, cron is not None)
+    rates = controls.rates(
+        name, throttle, rate_limit, debounce, concurrency, cron is not None, child
+    )
     wf = Workflow(
         name,
         trigger,

@@ -284,7 +284,13 @@ def _same_key(a: Callable[..., Any] | None, b: Callable[..., Any] | None) -> boo
 
 
 def rates(
-    name: str, throttle: Any, rate_limit: Any, debounce: Any, concurrency: Any, cron: bool = False
+    name: str,
+    throttle: Any,
+    rate_limit: Any,
+    debounce: Any,
+    concurrency: Any,
+    cron: bool = False,
+    child: bool = False,
 ) -> Rates:
     """`throttle=`, `rate_limit=` and `debounce=` checked, alone and together:
     a combination that contradicts itself is refused, naming the fields."""
@@ -295,6 +301,16 @@ def rates(
     ):
         if value is not None and not isinstance(value, kind):
             raise ControlError(f"workflow {name!r}: {field}= takes {builder}, got {value!r}")
+    if child and (throttle is not None or rate_limit is not None or debounce is not None):
+        field = next(
+            f
+            for f, v in (("throttle", throttle), ("rate_limit", rate_limit), ("debounce", debounce))
+            if v is not None
+        )
+        raise ControlError(
+            f"workflow {name!r}: {field}= does not apply to a child workflow "
+            "(its parent's run_workflow step starts it)"
+        )
     if cron and (throttle is not None or debounce is not None):
         field = "throttle" if throttle is not None else "debounce"
         raise ControlError(
