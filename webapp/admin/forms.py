@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ from wtforms.validators import ValidationError
 
 from webapp.admin.queries import STATUSES, RunFilter, valid_run_id
 from webapp.forms import Form
+from webapp.workflows import bulk
 
 MAX_WORKFLOW = 200
 
@@ -48,6 +50,7 @@ class RunFilterForm(Form):
     workflow = StringField()
     tenant = StringField()
     started_after = StringField()
+    started_before = StringField()
     before = StringField()
 
     def __init__(self, formdata: Any = None, tenants: list[str] | None = None, **kw: Any) -> None:
@@ -70,6 +73,10 @@ class RunFilterForm(Form):
         if field.data and parse_instant(field.data) is None:
             raise ValidationError(gettext("admin.errors.startedAfter"))
 
+    def validate_started_before(self, field: Any) -> None:
+        if field.data and parse_instant(field.data) is None:
+            raise ValidationError(gettext("admin.errors.startedBefore"))
+
     def validate_before(self, field: Any) -> None:
         if field.data and parse_cursor(field.data) is None:
             raise ValidationError(gettext("admin.errors.cursor"))
@@ -82,10 +89,44 @@ class RunFilterForm(Form):
             return None if f.errors or not f.data else str(f.data).strip() or None
 
         status, after, before = ok("status"), ok("started_after"), ok("before")
+        until = ok("started_before")
         return RunFilter(
             tenant=ok("tenant") or default_tenant,
             status=STATUSES[status] if status else None,
             workflow=ok("workflow"),
             started_after=parse_instant(after) if after else None,
+            started_before=parse_instant(until) if until else None,
             before=parse_cursor(before) if before else None,
         )
+
+    def bulk_filter(self, default_tenant: str) -> bulk.Filter:
+        """The list's filter (not its page) as the bulk actions take it; only
+        for a form without errors (an invalid field left out would widen it)."""
+        assert not self.has_errors
+        f = self.run_filter(default_tenant)
+        return bulk.Filter(f.status, f.workflow, f.tenant, f.started_before, f.started_after)
+
+    def filter_args(self) -> dict[str, str]:
+        """The filter's fields as given (no page cursor), for links and hidden inputs."""
+        return {n: str(self[n].data) for n in FILTER_FIELDS if self[n].data}
+
+
+FILTER_FIELDS = ("tenant", "status", "workflow", "started_after", "started_before")
+
+
+class BulkForm(RunFilterForm):
+    """The confirmed bulk action: the filter as asked, with what the question
+    showed: how many runs, and the newest of them (a cursor, as the list's)."""
+
+    id_prefix = "admin-bulk"
+    count = StringField()
+    upto = StringField()
+
+    def validate_count(self, field: Any) -> None:
+        digits = re.fullmatch(r"[0-9]{1,6}", field.data or "")
+        if digits is None or not 0 < int(field.data) <= bulk.MAX_RUNS:
+            raise ValidationError(gettext("admin.bulk.badForm"))
+
+    def validate_upto(self, field: Any) -> None:
+        if parse_cursor(field.data or "") is None:
+            raise ValidationError(gettext("admin.bulk.badForm"))
