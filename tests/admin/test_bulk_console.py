@@ -67,7 +67,7 @@ def test_confirm_shows_the_count_and_filter_then_the_confirmed_submit_acts(
     html = ask.get_data(as_text=True)
     assert ask.status_code == 200 and "Retry 2 runs?" in html
     assert "<title>Retry 2 runs?" in html
-    assert "status=failed,workflow=bulk-a,tenant=default" in html  # the filter, as the CLI takes it
+    assert "Tenant: default · Status: Failed · Workflow: bulk-a" in html  # the filter shown
     assert statuses("bulk-a") == ["failed", "failed"]  # asking changes nothing
     BROKEN["yes"] = False
     done = post(admin, "/admin/bulk/retry", **hidden(html))

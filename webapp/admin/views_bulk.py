@@ -23,7 +23,7 @@ from flask import Response, abort, request
 from flask_babel import gettext
 
 from webapp import db, pages, tenants
-from webapp.admin import access
+from webapp.admin import access, present
 from webapp.admin.access import bp
 from webapp.admin.forms import BulkForm, RunFilterForm, cursor_text, parse_cursor
 from webapp.admin.views_runs import known_tenants, runs_context
@@ -55,17 +55,32 @@ def _page(action: str, form: RunFilterForm, status: int = 200, **ctx: Any) -> Re
     )
 
 
+def _described(form: RunFilterForm) -> str:
+    """The filter in the list's words: "Tenant: default · Status: Failed · ..."."""
+    f = form.run_filter(tenants.DEFAULT_TENANT)
+    parts = [(gettext("admin.runs.tenant"), f.tenant)]
+    if form.status.data:
+        parts.append((gettext("admin.runs.status"), gettext(f"admin.status.{form.status.data}")))
+    if f.workflow:
+        parts.append((gettext("admin.runs.workflow"), f.workflow))
+    if f.started_after:
+        parts.append((gettext("admin.runs.startedAfter"), present.when(f.started_after)))
+    if f.started_before:
+        parts.append((gettext("admin.runs.startedBefore"), present.when(f.started_before)))
+    return " · ".join(f"{label}: {value}" for label, value in parts)
+
+
 def _question(
     action: str, form: RunFilterForm, rows: list[Any], status: int = 200, **ctx: Any
 ) -> Response:
     """The confirmation for `rows` (or why there is none)."""
-    f = form.bulk_filter(tenants.DEFAULT_TENANT)
-    text = bulk.text_of(f)
+    text = _described(form)
     n = len(rows)
     if n == 0:
         return _page(action, form, mode="none", filter_text=text, status=status, **ctx)
     if n > MAX_AT_ONCE:
-        cli = f"flask --app wsgi workflows {action} --filter {text} --yes"
+        f = bulk.text_of(form.bulk_filter(tenants.DEFAULT_TENANT))
+        cli = f"flask --app wsgi workflows {action} --filter {f} --yes"
         return _page(
             action, form, mode="tooMany", count=n, most=MAX_AT_ONCE, cli=cli, status=status, **ctx
         )
