@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.support.accounts import PASSWORD, body, link_in, make_admin, mails
+from tests.support.accounts import PASSWORD, body, link_in, mails, make_admin
 
 # The visible texts the flows look for, per page language.
 TEXT = {
