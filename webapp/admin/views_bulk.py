@@ -25,7 +25,13 @@ from flask_babel import gettext
 from webapp import db, pages, tenants
 from webapp.admin import access, present
 from webapp.admin.access import bp
-from webapp.admin.forms import BulkForm, RunFilterForm, cursor_text, parse_cursor
+from webapp.admin.forms import (
+    FILTER_FIELDS,
+    BulkForm,
+    RunFilterForm,
+    cursor_text,
+    parse_cursor,
+)
 from webapp.admin.views_runs import known_tenants, runs_context
 from webapp.workflows import bulk
 
@@ -36,9 +42,12 @@ SKIPPED_SHOWN = 20
 
 
 def _invalid(action: str, form: RunFilterForm) -> Response:
-    """A filter with a bad field: nothing is counted or done."""
-    problems = "; ".join(str(e) for f in form for e in f.errors)
-    error = gettext("admin.bulk.badFilter", problems=problems)
+    """A bad field: nothing is counted or done."""
+    problems = "; ".join(str(e) for f in form if f.name in FILTER_FIELDS for e in f.errors)
+    if problems:
+        error = gettext("admin.bulk.badFilter", problems=problems)
+    else:  # the filter is fine: the count or cursor the confirmation carried is not
+        error = gettext("admin.bulk.badForm")
     return _page(action, form, mode="invalid", error_text=error, status=422)
 
 
