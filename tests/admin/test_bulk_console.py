@@ -16,10 +16,13 @@ from flask.testing import FlaskClient
 import webapp.workflows as wf
 from tests.support.web import post
 from tests.support.workflows import emit, run_events, runs
+from tests.workflows.limit_defs import limited
 from webapp.admin import views_bulk
+from webapp.workflows import operations as ops
 from webapp.workflows.store import run_events as ev
 
 BROKEN = {"yes": True}
+RUN = "00000000-0000-4000-8000-000000000000"
 
 
 def flaky(_ctx: Any) -> int:
@@ -123,17 +126,50 @@ def test_runs_triggered_after_the_question_are_left_alone(
     assert statuses("bulk-b") == ["cancelled", "suspended"]
 
 
-def test_more_matching_runs_than_confirmed_does_nothing_and_asks_again(
+def test_it_acts_only_on_the_runs_counted_that_still_match(
+    admin: FlaskClient, two_failed_one_waiting: None, work: Any
+) -> None:
+    emit("bulk.b", {}, aggregate_id="b1")
+    work()
+    html = admin.get("/admin/bulk/pause?workflow=bulk-b&status=waiting").get_data(as_text=True)
+    assert "Pause 2 runs?" in html
+    first, second = runs("bulk-b")
+    ops.cancel(second.run_id)  # no longer waiting when the admin confirms
+    emit("bulk.b", {}, aggregate_id="b2")  # waits since: matches, but was not counted
+    work()
+    body = post(admin, "/admin/bulk/pause", **hidden(html)).get_data(as_text=True)
+    assert "Paused 1 of 2 runs. 1 skipped, each for the reason below." in body
+    assert f"<code>{second.run_id}</code></a>: no longer matches the filter" in body
+    paused = {r.run_id: r.paused_by for r in runs("bulk-b")}
+    assert paused.pop(first.run_id) == "run"
+    assert list(paused.values()) == [None, None]  # the cancelled one and the new one
+
+
+def test_ids_of_runs_outside_the_filter_are_never_acted_on(
     admin: FlaskClient, two_failed_one_waiting: None
 ) -> None:
     html = admin.get("/admin/bulk/cancel?workflow=bulk-a").get_data(as_text=True)
-    fields = hidden(html) | {"count": "1"}  # as if one of the two came to match since
-    refused = post(admin, "/admin/bulk/cancel", **fields)
-    body = refused.get_data(as_text=True)
-    assert refused.status_code == 409
-    assert "Nothing was done: 2 runs match now, more than the 1 you confirmed." in body
-    assert "Cancel 2 runs?" in body  # the new question
-    assert statuses("bulk-a") == ["failed", "failed"]
+    other = runs("bulk-b")[0].run_id
+    refused = post(admin, "/admin/bulk/cancel", **hidden(html) | {"runs": other})
+    assert refused.status_code == 409 and "No runs match this filter" in refused.get_data(
+        as_text=True
+    )
+    assert statuses("bulk-b") == ["suspended"] and statuses("bulk-a") == ["failed", "failed"]
+
+
+def test_a_bulk_cancel_takes_queued_runs_first_so_none_starts_to_be_cancelled(
+    admin: FlaskClient, use_workflow: Any, work: Any
+) -> None:
+    use_workflow(limited(max_=1))
+    for n in range(3):
+        emit("sync.requested", {"n": n, "customerId": "acme"}, f"s{n}")
+    work()
+    assert statuses("sync") == ["queued", "queued", "suspended"]
+    html = admin.get("/admin/bulk/cancel?workflow=sync").get_data(as_text=True)
+    body = post(admin, "/admin/bulk/cancel", **hidden(html)).get_data(as_text=True)
+    assert "Cancelled 3 of 3 runs." in body and statuses("sync") == ["cancelled"] * 3
+    started = [r for r in runs("sync") if ev.RUN_STARTED in [e.type for e in run_events(r.run_id)]]
+    assert len(started) == 1  # only the one that held the slot ever started
 
 
 def test_a_filter_matching_nothing_says_so_and_does_nothing(
@@ -167,7 +203,7 @@ def test_a_bad_filter_does_nothing_and_says_why(
     assert "Nothing was done; the filter is not valid" in ask.get_data(as_text=True)
     fields = dict(p.split("=", 1) for p in query.split("&"))
     fields = {k: v.replace("+", " ") for k, v in fields.items()}
-    act = post(admin, "/admin/bulk/cancel", count="3", upto="x", **fields)
+    act = post(admin, "/admin/bulk/cancel", runs=RUN, **fields)
     assert act.status_code == 422 and message in act.get_data(as_text=True)
     assert statuses("bulk-a") == ["failed", "failed"] and statuses("bulk-b") == ["suspended"]
 
@@ -175,13 +211,14 @@ def test_a_bad_filter_does_nothing_and_says_why(
 @pytest.mark.parametrize(
     "fields",
     [
-        {"count": "abc"},
-        {"count": "0"},
-        {"count": "²"},
-        {"count": "9" * 50},
-        {"upto": "garbage"},
-        {"upto": ""},
+        {"runs": ""},
+        {"runs": "garbage"},
+        {"runs": f"{RUN},{RUN}"},
+        {"runs": "{" + RUN + "}"},
+        {"runs": ",".join([RUN] * 1100)},
+        {"runs": "x" * 60_000},
     ],
+    ids=["empty", "garbage", "twice", "braces", "too-many", "huge"],
 )
 def test_a_tampered_confirmation_does_nothing(
     admin: FlaskClient, two_failed_one_waiting: None, fields: dict[str, str]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -115,18 +114,23 @@ FILTER_FIELDS = ("tenant", "status", "workflow", "started_after", "started_befor
 
 
 class BulkForm(RunFilterForm):
-    """The confirmed bulk action: the filter as asked, with what the question
-    showed: how many runs, and the newest of them (a cursor, as the list's)."""
+    """The confirmed bulk action: the filter as asked, and the ids of the runs
+    the question counted (comma-separated; at most `most` of them)."""
 
     id_prefix = "admin-bulk"
-    count = StringField()
-    upto = StringField()
+    runs = StringField()
 
-    def validate_count(self, field: Any) -> None:
-        digits = re.fullmatch(r"[0-9]{1,6}", field.data or "")
-        if digits is None or not 0 < int(field.data) <= bulk.MAX_RUNS:
+    def __init__(self, formdata: Any = None, most: int = 1, **kw: Any) -> None:
+        self.most = most
+        super().__init__(formdata, **kw)
+
+    def validate_runs(self, field: Any) -> None:
+        text = field.data or ""
+        ids = text.split(",") if len(text) <= self.most * 37 else []
+        if not ids or len(set(ids)) != len(ids) or not all(map(valid_run_id, ids)):
             raise ValidationError(gettext("admin.bulk.badForm"))
 
-    def validate_upto(self, field: Any) -> None:
-        if parse_cursor(field.data or "") is None:
-            raise ValidationError(gettext("admin.bulk.badForm"))
+    @property
+    def run_ids(self) -> list[str]:
+        """The counted runs (only for a validated form)."""
+        return str(self.runs.data).split(",")

@@ -5,39 +5,44 @@ functions with their checks, the admin as actor).
 
 The GET (the list's button) changes nothing: it counts the matching runs and
 asks "Cancel 12 runs?" with the filter. Only the POST of that confirmation
-acts, and on no more runs than the question showed. The confirmation carries
-the count and the newest run counted (its `(started_at, run_id)`, the list's
-keyset cursor) rather than the run ids, which would make a form of up to
-MAX_AT_ONCE ids: the POST matches the filter again and keeps the runs up to
-that newest one, so runs triggered since the question are never part of it;
-if more runs than shown still match (runs that came to match since, say by
-failing), it does nothing and asks again with the new count. So it acts on
-the runs that match when the admin confirms, at most as many as they saw.
+acts, on the runs the question counted that still match the filter then.
+The confirmation carries those runs' ids, not only their count: a run's
+`started_at` (the list's order) changes when a queued run starts, so "the
+runs up to the newest one counted" would silently drop runs the admin saw,
+and a count alone cannot tell the runs counted from runs that match since.
+With the ids it acts on no run the admin was not shown, so never on more
+than the count, and says which of them no longer match. The ids cost 37
+bytes a run, so a question covers at most MAX_AT_ONCE runs and never more
+than fit the request size limit (MAX_CONTENT_LENGTH); above that it names
+the CLI command.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, abort, request
+from flask import Response, abort, current_app, request
 from flask_babel import gettext
 
 from webapp import db, pages, tenants
 from webapp.admin import access, present
 from webapp.admin.access import bp
-from webapp.admin.forms import (
-    FILTER_FIELDS,
-    BulkForm,
-    RunFilterForm,
-    cursor_text,
-    parse_cursor,
-)
+from webapp.admin.forms import FILTER_FIELDS, BulkForm, RunFilterForm
 from webapp.admin.views_runs import known_tenants, runs_context
 from webapp.workflows import bulk
 
 # More than this is a job for the CLI (a request acts on each run in its own
 # transaction; the CLI has no request timeout).
 MAX_AT_ONCE = 1000
+ID_BYTES = 37  # a run id and its comma in the confirmation's `runs` field
+
+
+def most_at_once() -> int:
+    """MAX_AT_ONCE, or fewer when their ids would not fit a request."""
+    room = int(current_app.config.get("MAX_CONTENT_LENGTH") or 0) - 4096
+    return max(1, min(MAX_AT_ONCE, room // ID_BYTES)) if room > 0 else 1
+
+
 SKIPPED_SHOWN = 20
 
 
@@ -46,7 +51,7 @@ def _invalid(action: str, form: RunFilterForm) -> Response:
     problems = "; ".join(str(e) for f in form if f.name in FILTER_FIELDS for e in f.errors)
     if problems:
         error = gettext("admin.bulk.badFilter", problems=problems)
-    else:  # the filter is fine: the count or cursor the confirmation carried is not
+    else:  # the filter is fine: the run ids the confirmation carried are not
         error = gettext("admin.bulk.badForm")
     return _page(action, form, mode="invalid", error_text=error, status=422)
 
@@ -87,11 +92,18 @@ def _question(
     n = len(rows)
     if n == 0:
         return _page(action, form, mode="none", filter_text=text, status=status, **ctx)
-    if n > MAX_AT_ONCE:
+    if n > most_at_once():
         f = bulk.text_of(form.bulk_filter(tenants.DEFAULT_TENANT))
         cli = f"flask --app wsgi workflows {action} --filter {f} --yes"
         return _page(
-            action, form, mode="tooMany", count=n, most=MAX_AT_ONCE, cli=cli, status=status, **ctx
+            action,
+            form,
+            mode="tooMany",
+            count=n,
+            most=most_at_once(),
+            cli=cli,
+            status=status,
+            **ctx,
         )
     key = f"admin.bulk.{action}Confirm" + ("One" if n == 1 else "")
     return _page(
@@ -100,7 +112,7 @@ def _question(
         mode="confirm",
         question=gettext(key, count=n),
         count=n,
-        upto=cursor_text(max((r.started_at, r.run_id) for r in rows)),
+        run_ids=",".join(r.run_id for r in rows),
         filter_text=text,
         status=status,
         **ctx,
@@ -123,29 +135,28 @@ def bulk_confirm(action: str) -> Response:
 def bulk_act(action: str) -> Response:
     if action not in bulk.ACTIONS:
         abort(404)
-    form = BulkForm(request.form, tenants=known_tenants())
+    form = BulkForm(request.form, most=most_at_once(), tenants=known_tenants())
     if not form.validate():
         return _invalid(action, form)
-    shown, upto = int(form.count.data), parse_cursor(form.upto.data)
+    asked = form.run_ids
     with db.reading() as conn:
-        rows = bulk.matching_rows(conn, form.bulk_filter(tenants.DEFAULT_TENANT))
-    rows = [r for r in rows if upto is not None and (r.started_at, r.run_id) <= upto]
+        rows = bulk.matching_rows(conn, form.bulk_filter(tenants.DEFAULT_TENANT), among=asked)
     if not rows:
         return _question(action, form, rows, status=409)
-    if len(rows) > shown:
-        grew = gettext("admin.bulk.grew", count=len(rows), shown=shown)
-        return _question(action, form, rows, status=409, error_text=grew)
-    done, errors = bulk.apply(action, [r.run_id for r in rows], access.actor())
-    result = gettext(f"admin.bulk.{action}Done", done=done, count=len(rows))
-    if errors:
-        result += " " + gettext("admin.bulk.skipped", skipped=len(errors))
+    done, errors = bulk.apply(action, bulk.in_order(action, rows), access.actor())
+    gone = gettext("admin.bulk.noLongerMatches")
+    still = {r.run_id for r in rows}
+    skipped = [(i, errors.get(i, gone)) for i in asked if i not in still or i in errors]
+    result = gettext(f"admin.bulk.{action}Done", done=done, count=len(asked))
+    if skipped:
+        result += " " + gettext("admin.bulk.skipped", skipped=len(skipped))
     return pages.render(
         "admin/runs.html",
         "admin/_bulk.html",
         oob=["admin/_runs_table.html"],
         success=result,
         success_text=result,
-        skipped=list(errors.items())[:SKIPPED_SHOWN],
-        skipped_more=max(0, len(errors) - SKIPPED_SHOWN),
+        skipped=skipped[:SKIPPED_SHOWN],
+        skipped_more=max(0, len(skipped) - SKIPPED_SHOWN),
         **runs_context(form),
     )

@@ -5,7 +5,7 @@ one-run command (its checks, its event, the operator as actor)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -73,20 +73,31 @@ def text_of(f: Filter) -> str:
     return ",".join(f"{k}={v}" for k, v in values.items() if v)
 
 
-def matching_rows(conn: Connection, f: Filter) -> list[Any]:
-    """(run_id, started_at) of the runs the filter matches, oldest first, at
-    most MAX_RUNS."""
+def matching_rows(conn: Connection, f: Filter, among: Sequence[str] | None = None) -> list[Any]:
+    """(run_id, status) of the runs the filter matches (of `among`, when
+    given), oldest first, at most MAX_RUNS."""
     c = workflow_runs.c
     conds = queries.run_conditions(
         f.tenant, f.status, f.workflow, f.started_after, f.started_before
     )
-    q = select(c.run_id, c.started_at).where(*conds)
+    if among is not None:
+        conds.append(c.run_id.in_(sorted(set(among))))
+    q = select(c.run_id, c.status).where(*conds)
     return list(conn.execute(q.order_by(c.started_at, c.run_id).limit(MAX_RUNS)))
 
 
 def matching(conn: Connection, f: Filter) -> list[str]:
     """The run ids the filter matches, oldest first."""
     return [r.run_id for r in matching_rows(conn, f)]
+
+
+def in_order(action: str, rows: Sequence[Any]) -> list[str]:
+    """The run ids of `rows` in the order to act on them: a cancel takes the
+    queued runs first, so that cancelling a run that holds a concurrency slot
+    does not start a queued run only to cancel it next."""
+    if action != "cancel":
+        return [r.run_id for r in rows]
+    return [r.run_id for r in sorted(rows, key=lambda r: r.status != RunStatus.QUEUED)]
 
 
 ACTIONS: dict[str, Callable[[str, str | None], Any]] = {
