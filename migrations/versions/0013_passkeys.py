@@ -1,5 +1,5 @@
-"""Passkeys (WebAuthn): their columns on `user_factors` and the challenges
-handed out and not yet answered.
+"""Passkeys (WebAuthn): their columns on `user_factors`, how many an account
+has on its `users` row, and the challenges handed out and not yet answered.
 
 Revision ID: 0013_passkeys
 """
@@ -16,6 +16,8 @@ TS = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("users") as batch:
+        batch.add_column(sa.Column("passkeys", sa.Integer, nullable=False, server_default="0"))
     with op.batch_alter_table("user_factors") as batch:
         batch.add_column(sa.Column("credential_id", sa.String(1400), nullable=True))
         batch.add_column(sa.Column("public_key", sa.Text, nullable=True))
@@ -37,6 +39,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("users") as batch:
+        batch.drop_column("passkeys")
     op.drop_index("ix_webauthn_challenges_expiry", table_name="webauthn_challenges")
     op.drop_table("webauthn_challenges")
     op.drop_index("ux_user_factors_credential", table_name="user_factors")

@@ -82,8 +82,10 @@ def state(user: User, form: Form | None) -> State:
         if secret:
             setup = Setup(totp.grouped(secret), commands.setup_qr(user, secret))
     codes = g.get("factors_codes")
-    with db.reading() as conn:
-        keys = passkeys_of(conn, user)
+    keys: list[Passkey] = []
+    if user.passkeys:  # the row says whether there is a list to read
+        with db.reading() as conn:
+            keys = passkeys_of(conn, user)
 
     def answered(kind: type[Form]) -> Form:
         return form if isinstance(form, kind) else kind()

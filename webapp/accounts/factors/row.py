@@ -1,6 +1,6 @@
 """What the factor events change in the account's `users` row: whether the
-authenticator app is on and how many recovery codes are left, so the profile
-renders from the row alone (accounts/projection.py applies these).
+authenticator app is on, how many passkeys and recovery codes there are, so
+the profile renders from the row alone (accounts/projection.py applies these).
 
 Recovery codes stand in for a second factor: they exist while any factor
 (the app or a passkey) does, and go when the last one is removed."""
@@ -17,7 +17,7 @@ from webapp.accounts.stream import RowChange, unsealed
 from webapp.accounts.tables import users
 from webapp.eventstore import Event
 
-NONE_LEFT = {"totp_since": None, "recovery_codes_left": 0}
+NONE_LEFT = {"totp_since": None, "recovery_codes_left": 0, "passkeys": 0}
 
 
 def _codes(conn: Connection, e: Event) -> dict[str, Any]:
@@ -52,7 +52,8 @@ ROW_CHANGES: dict[str, RowChange] = {
     ev.TOTP_ADDED: lambda conn, e: {"totp_since": e.recorded_at},
     # The last factor gone: its recovery codes go with it (projection.py).
     ev.TOTP_REMOVED: _removed({"totp_since": None}),
-    ev.PASSKEY_REMOVED: _removed({}),
+    ev.PASSKEY_ADDED: lambda conn, e: {"passkeys": users.c.passkeys + 1},
+    ev.PASSKEY_REMOVED: _removed({"passkeys": users.c.passkeys - 1}),
     ev.RECOVERY_CODES_GENERATED: _codes,
     ev.RECOVERY_CODE_USED: lambda conn, e: {"recovery_codes_left": users.c.recovery_codes_left - 1},
     ev.FACTORS_RESET: lambda conn, e: NONE_LEFT,
