@@ -4,7 +4,9 @@
 // answer and renders every message (static/app.js's focus rules apply).
 //
 // A form marked `data-passkey="create"` (add one) or `"get"` (sign in, confirm
-// it's you) starts hidden: shown only where the browser has WebAuthn. Its
+// it's you) starts hidden: shown only where the browser has WebAuthn. The
+// note that passkeys need JavaScript (`data-passkey-needs-js`) shows until this
+// script runs (not <noscript>: it also covers a script that failed to load). Its
 // submit first POSTs the form to `data-options` for the options (JSON), asks
 // the browser's authenticator, puts the answer in the form's `credential`
 // field (or the error's name in `client_error`: cancelled, timed out) and then
@@ -23,6 +25,9 @@
   function reveal() {
     document.querySelectorAll("form[data-passkey]").forEach(function (form) {
       form.hidden = !supported;
+    });
+    document.querySelectorAll("[data-passkey-needs-js]").forEach(function (note) {
+      note.hidden = true;
     });
     document.querySelectorAll("[data-passkey-unsupported]").forEach(function (note) {
       note.hidden = supported;

@@ -96,6 +96,7 @@ def test_add_sign_in_with_and_remove_a_passkey(new_page: Callable[..., Any], sit
     assert len(creds) == 1 and creds[0]["isResidentCredential"]
 
     sign_out(page, site)
+    expect(page.get_by_text("Signing in with a passkey needs JavaScript")).to_be_hidden()
     page.get_by_role("button", name="Sign in with a passkey").click()
     page.wait_for_url(f"{site}/profile")  # no address, no password typed
     region = section(page, SECTION)
