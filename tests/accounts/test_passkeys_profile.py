@@ -178,6 +178,20 @@ def test_a_registration_from_another_origin_is_refused(app: Any, client: Any, us
     assert passkey_rows() == []
 
 
+def test_a_malformed_registration_answer_is_refused(app: Any, client: Any, user: Any) -> None:
+    auth = Authenticator()
+    for name, value in (
+        ("attestationObject", b64(b"not cbor at all")),
+        ("attestationObject", "***"),
+        ("clientDataJSON", b64(b"[]")),
+    ):
+        answer = auth.create(options_json(client, ADD_OPTIONS, name="Laptop"))
+        answer["response"][name] = value
+        r = send(client, ADD, answer, htmx=True, name="Laptop")
+        assert r.status_code == 422, (name, r.status_code)
+    assert passkey_rows() == []
+
+
 def test_a_registration_answer_works_once_and_only_in_its_session(
     app: Any, client: Any, other_client: Any, user: Any
 ) -> None:

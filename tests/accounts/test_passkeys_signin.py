@@ -60,6 +60,11 @@ def refused(r: Any, text: str, status: int = 422) -> None:
     assert text in page, page[:2000]
 
 
+def passkey_handle() -> str:
+    with db.reading() as conn:
+        return str(conn.execute(select(user_factors.c.user_handle)).scalar_one())
+
+
 def sessions() -> int:
     with db.reading() as conn:
         return len(conn.execute(select(user_sessions.c.digest)).all())
@@ -241,5 +246,22 @@ def test_a_wrong_user_handle_or_garbage_is_refused(app: Any, client: Any, user: 
     refused(send(client, SIGNIN, auth.get(options_json(client, SIGNIN_OPTIONS))), "could not be verified")  # fmt: skip
     for garbage in ("{", "[]", json.dumps({"response": {}}), "x" * 20000):
         refused(send(client, SIGNIN, garbage), "could not be verified")
+    cred.user_handle = unb64(passkey_handle())
+    broken: list[tuple[str, str]] = [
+        ("clientDataJSON", b64(b"not json")),
+        ("clientDataJSON", b64(json.dumps({"type": "webauthn.get"}).encode())),
+        ("clientDataJSON", "***"),
+        ("authenticatorData", b64(b"short")),
+        ("signature", b64(b"not a DER signature")),
+        ("userHandle", 42),  # type: ignore[list-item]
+    ]
+    for name, value in broken:
+        answer = auth.get(options_json(client, SIGNIN_OPTIONS))
+        answer["response"][name] = value
+        r = send(client, SIGNIN, answer)
+        assert r.status_code == 422, (name, r.status_code)
+    assert not signed_in(client)
     r = post(client, SIGNIN, credential="", client_error="NotAllowedError")
     refused(r, "cancelled or timed out")
+    # Unbroken, the passkey still works: nothing above changed it.
+    assert sign_in(client, auth).status_code == 302

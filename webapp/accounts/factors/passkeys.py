@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import webauthn
 from webauthn.helpers import parse_client_data_json
-from webauthn.helpers.exceptions import InvalidAuthenticationResponse, InvalidRegistrationResponse
+from webauthn.helpers.exceptions import WebAuthnException
 from webauthn.helpers.structs import (
     AuthenticatorSelectionCriteria,
     AuthenticatorTransport,
@@ -35,6 +35,9 @@ from webauthn.helpers.structs import (
 TIMEOUT_MS = 300_000  # as long as a challenge is good (challenges.py)
 MAX_RESPONSE = 16_384  # longer answers are refused before any parsing
 TRANSPORTS = {t.value for t in AuthenticatorTransport}
+# What a malformed answer makes parsing raise, besides the package's own
+# WebAuthnException (which every refusal of a well-formed one is).
+BROKEN = (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError)
 
 
 class Invalid(ValueError):
@@ -137,7 +140,7 @@ def read(text: str) -> Answer:
         credential_id = str(raw["rawId"])
         handle = response.get("userHandle")
         unb64(credential_id)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (WebAuthnException, *BROKEN) as exc:
         raise Invalid("malformed") from exc
     if not isinstance(raw, dict) or not credential_id:
         raise Invalid("malformed")
@@ -160,7 +163,7 @@ def verify_registration(rp: RelyingParty, answer: Answer) -> NewPasskey:
             expected_rp_id=rp.id,
             expected_origin=rp.origin,
         )
-    except (InvalidRegistrationResponse, ValueError, KeyError, TypeError) as exc:
+    except (WebAuthnException, *BROKEN) as exc:
         raise Invalid(str(exc)) from exc
     response = answer.raw.get("response")
     listed = response.get("transports") if isinstance(response, dict) else None
@@ -189,6 +192,6 @@ def verify_authentication(
             credential_current_sign_count=sign_count,
             require_user_verification=verify_user,
         )
-    except (InvalidAuthenticationResponse, ValueError, KeyError, TypeError) as exc:
+    except (WebAuthnException, *BROKEN) as exc:
         raise Invalid(str(exc)) from exc
     return int(verified.new_sign_count)
