@@ -107,6 +107,9 @@ def test_the_name_is_required_trimmed_and_limited(app: Any, client: Any, user: A
 def test_no_answer_from_the_browser_says_so(app: Any, client: Any, user: Any) -> None:
     r = post(client, ADD, htmx=True, name="Laptop", credential="", client_error="NotAllowedError")
     assert r.status_code == 422 and "cancelled or timed out" in r.get_data(as_text=True)
+    # The authenticator holds one of the account's passkeys already.
+    r = post(client, ADD, htmx=True, name="Laptop", credential="", client_error="InvalidStateError")
+    assert r.status_code == 422 and "already registered" in r.get_data(as_text=True)
 
 
 def test_adding_and_removing_need_a_fresh_proof(

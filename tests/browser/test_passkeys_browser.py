@@ -94,6 +94,10 @@ def test_add_sign_in_with_and_remove_a_passkey(new_page: Callable[..., Any], sit
     expect(region.get_by_test_id("recovery-codes").locator("code")).to_have_count(10)
     creds = cdp.send("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
     assert len(creds) == 1 and creds[0]["isResidentCredential"]
+    # The same authenticator again: the options exclude its passkey, the browser refuses.
+    region.get_by_label("Passkey name", exact=True).fill("Laptop again")
+    region.get_by_role("button", name="Add a passkey").click()
+    banner(section(page, SECTION), "alert", "This passkey is already registered.")
 
     sign_out(page, site)
     expect(page.get_by_text("Signing in with a passkey needs JavaScript")).to_be_hidden()
@@ -128,6 +132,7 @@ def test_passkey_as_the_second_step_and_to_confirm_its_you(
     a11y.audit(page, "login with the passkey button")
     flows.fill_sign_in(page, "ada@example.com")
     page.wait_for_url(f"{site}/login/passkey-step")  # only a passkey: asked for it
+    expect(page.get_by_role("heading", level=1)).to_have_text("Confirm it's you with a passkey")
     a11y.audit(page, "second step with a passkey")
     page.get_by_role("button", name="Use your passkey").click()
     page.wait_for_url(f"{site}/profile")

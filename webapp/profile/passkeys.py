@@ -41,7 +41,12 @@ def add(screen: Screen) -> Response:
     if not form.validate():
         return sections.rejected(screen, SECTION, form)
     if not form.credential.data:
-        form.add_error(None, gettext(passkey_commands.CANCELLED))
+        # The browser's InvalidStateError: this authenticator holds one of the
+        # account's passkeys already (the options exclude them).
+        known = form.client_error.data == "InvalidStateError"
+        form.add_error(
+            None, gettext(passkey_commands.KNOWN if known else passkey_commands.CANCELLED)
+        )
         return answer(screen, 422, form)
     result = passkey_commands.add(signed_in_user(), form.name.data, form.credential.data)
     if result.ok:
