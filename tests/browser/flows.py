@@ -90,7 +90,7 @@ def fill_sign_in(page: Any, address: str, password: str = PASSWORD, lang: str = 
     t = TEXT[lang]
     page.get_by_label(t["email"], exact=True).fill(address)
     page.get_by_label(t["password"], exact=True).fill(password)
-    page.get_by_role("button", name=t["sign_in"]).click()
+    page.get_by_role("button", name=t["sign_in"], exact=True).click()
 
 
 def sign_in_admin(page: Any, server: str, address: str = "root@example.com") -> None:
