@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014_cron_policies"
-down_revision = "0012_factors"
+down_revision = "0013_passkeys"
 branch_labels = None
 depends_on = None
 

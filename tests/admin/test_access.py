@@ -33,6 +33,10 @@ ROUTES = {
     ],
     "admin.migrate": [("POST", f"/admin/runs/{RUN}/migrate")],
     "admin.rerun": [("POST", f"/admin/runs/{RUN}/rerun")],
+    "admin.bulk_confirm": [
+        ("GET", f"/admin/bulk/{a}?status=failed") for a in ("cancel", "retry", "pause")
+    ],
+    "admin.bulk_act": [("POST", f"/admin/bulk/{a}") for a in ("cancel", "retry", "pause")],
     "admin.stuck": [("GET", "/admin/stuck")],
     "admin.projections_page": [("GET", "/admin/projections")],
     "admin.retry_parked": [("POST", "/admin/projections/parked/1/retry")],

@@ -8,7 +8,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.support.accounts import PASSWORD, body, link_in, mails
+from tests.support.accounts import PASSWORD, body, link_in, mails, make_admin
 
 # The visible texts the flows look for, per page language.
 TEXT = {
@@ -90,7 +90,16 @@ def fill_sign_in(page: Any, address: str, password: str = PASSWORD, lang: str = 
     t = TEXT[lang]
     page.get_by_label(t["email"], exact=True).fill(address)
     page.get_by_label(t["password"], exact=True).fill(password)
-    page.get_by_role("button", name=t["sign_in"]).click()
+    page.get_by_role("button", name=t["sign_in"], exact=True).click()
+
+
+def sign_in_admin(page: Any, server: str, address: str = "root@example.com") -> None:
+    """Register `address`, make it an admin, sign in and open the console."""
+    register(page, server, address)
+    make_admin(address)
+    sign_in(page, server, address)
+    page.get_by_role("link", name="Admin").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Workflow runs")
 
 
 def register_and_sign_in(page: Any, server: str, address: str = "ada@example.com") -> None:

@@ -16,7 +16,6 @@ from rq_scheduler import Scheduler
 import webapp.workflows as wf
 from tests.browser import flows
 from tests.helpers import append_one, projection
-from tests.support.accounts import make_admin
 from tests.support.workflows import emit, only_run
 from webapp.config import ROOT
 from webapp.eventstore import projections
@@ -37,11 +36,7 @@ def charge(_ctx: Any) -> str:
 
 
 def sign_in_admin(page: Any, server: str) -> None:
-    flows.register(page, server, ADMIN)
-    make_admin(ADMIN)
-    flows.sign_in(page, server, ADMIN)
-    page.get_by_role("link", name="Admin").click()
-    expect(page.get_by_role("heading", level=1)).to_have_text("Workflow runs")
+    flows.sign_in_admin(page, server, ADMIN)
 
 
 def status_of(page: Any) -> Any:

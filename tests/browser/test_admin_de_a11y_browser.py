@@ -53,6 +53,10 @@ def test_german_navigation_and_headings(
         expect(page.get_by_role("heading", name=name)).to_be_visible()
     page.get_by_role("link", name="Lauf abbrechen").click()
     expect(page.get_by_role("heading", name="Diesen Lauf abbrechen?")).to_be_visible()
+    console.get_by_role("link", name="Workflow-Läufe").click()
+    page.get_by_role("link", name="Passende Läufe abbrechen").click()
+    expect(page.get_by_role("heading", name="1 Lauf abbrechen?")).to_be_visible()
+    expect(page.get_by_role("button", name="Ja, abbrechen")).to_be_visible()
 
 
 def test_console_pages_pass_axe(new_page: Callable[..., Any], server: str, work: Any) -> None:
@@ -71,6 +75,9 @@ def test_console_pages_pass_axe(new_page: Callable[..., Any], server: str, work:
             ("/admin/runs?status=failed", "runs, none"),
             (f"/admin/runs/{run_id}", "run"),
             (f"/admin/runs/{run_id}/cancel", "confirm cancel"),
+            ("/admin/bulk/cancel?status=waiting", "bulk confirm"),
+            ("/admin/bulk/cancel?status=bogus", "bulk, bad filter"),
+            ("/admin/bulk/cancel?status=failed", "bulk, nothing matches"),
             ("/admin/stuck", "stuck"),
             ("/admin/projections", "projections, parked"),
             ("/admin/queues", "queues"),
@@ -81,3 +88,7 @@ def test_console_pages_pass_axe(new_page: Callable[..., Any], server: str, work:
         page.get_by_role("link", name="Cancel run").click()
         expect(page.get_by_test_id("admin-confirm")).to_be_visible()
         a11y.audit(page, "confirm in place (htmx)")
+        page.goto(f"{server}/admin/runs?status=waiting")
+        page.get_by_role("link", name="Cancel matching runs").click()
+        expect(page.get_by_test_id("admin-confirm")).to_be_visible()
+        a11y.audit(page, "bulk confirm in place (htmx)")

@@ -52,7 +52,7 @@ def test_sign_up_sign_in_and_verification_pages(
     page.keyboard.press("Tab")
     expect(page.get_by_role("link", name="Skip to main content")).to_be_focused()
     a11y.audit(page, "sign-in, blank, skip link shown")
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
     expect(a11y.summary(page)).to_be_visible()
     a11y.audit(page, "sign-in, errors")
     flows.fill_sign_in(page, "ada@example.com", "not the right password")

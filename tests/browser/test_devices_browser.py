@@ -45,7 +45,7 @@ def no_violations(page: Any, state: str) -> None:
 def lands_on_login(page: Any, server: str) -> None:
     page.goto(f"{server}/profile")
     page.wait_for_url(f"{server}/login?next=/profile")
-    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    expect(page.get_by_role("button", name="Sign in", exact=True)).to_be_visible()
 
 
 def test_sign_out_a_device_and_its_next_request_lands_on_login(

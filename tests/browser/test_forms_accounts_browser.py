@@ -69,7 +69,7 @@ def test_sign_in_errors_focus_and_the_failed_sign_in(any_page: Any, server: str)
     flows.register(page, server, "ada@example.com")
     page.goto(f"{server}/login")
     main = page.locator("main")
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
     both = [("Email", "Enter your email address."), ("Password", "Enter your password.")]
     a11y.expect_errors(page, main, both)
     expect(page).to_have_title("Error: Sign in")
@@ -78,7 +78,7 @@ def test_sign_in_errors_focus_and_the_failed_sign_in(any_page: Any, server: str)
 
     # One error: on a page load focus still starts at the summary, above the form.
     page.get_by_label("Email", exact=True).fill("ada@example.com")
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in", exact=True).click()
     a11y.expect_errors(page, main, [("Password", "Enter your password.")])
     expect(a11y.summary(main)).to_be_focused()
 

@@ -106,4 +106,4 @@ def test_stored_language_wins_over_the_browser_language(
         "button", name="Sign out"
     ).click()
     banner(german_browser, "status", "Sie wurden abgemeldet.")
-    expect(german_browser.get_by_role("button", name="Anmelden")).to_be_visible()
+    expect(german_browser.get_by_role("button", name="Anmelden", exact=True)).to_be_visible()

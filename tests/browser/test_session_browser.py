@@ -29,7 +29,7 @@ def test_sign_out_after_remember_me_stays_signed_out(page: Any, server: str) -> 
     context.clear_cookies()
     page.goto(f"{server}/profile")
     page.wait_for_url(f"{server}/login?next=/profile")
-    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    expect(page.get_by_role("button", name="Sign in", exact=True)).to_be_visible()
 
     # The remember cookie from before signing out, put back: still signed out.
     context.add_cookies([remember[0]])

@@ -85,6 +85,15 @@ DECLARED = {
         _t("user.recovery-codes-generated", "batch", "hashes", sealed=("hashes",)),
         _t("user.recovery-code-used", "batch", "number"),
         _t("user.factors-reset"),  # by an operator (the event's actor)
+        # A passkey (WebAuthn): its key material and the name its owner gave it
+        # are sealed (erasure shreds them); the export shows the name only.
+        _t(
+            "user.passkey-added",
+            *("factor_id", "name", "credential_id", "public_key", "sign_count"),
+            *("transports", "user_handle"),
+            sealed=("name", "credential_id", "public_key", "user_handle"),
+        ),
+        _t("user.passkey-removed", "factor_id"),
     )
 }
 
@@ -116,6 +125,8 @@ TOTP_REMOVED = "user.totp-removed"
 RECOVERY_CODES_GENERATED = "user.recovery-codes-generated"
 RECOVERY_CODE_USED = "user.recovery-code-used"
 FACTORS_RESET = "user.factors-reset"
+PASSKEY_ADDED = "user.passkey-added"
+PASSKEY_REMOVED = "user.passkey-removed"
 
 ALL = tuple(DECLARED)
 

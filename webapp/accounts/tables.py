@@ -37,6 +37,8 @@ users = Table(
     # Second factors, as the profile shows them (accounts/factors; migration 0012_factors).
     Column("totp_since", UTCDateTime(), nullable=True),
     Column("recovery_codes_left", Integer, nullable=False, default=0, server_default="0"),
+    # How many passkeys (migration 0013_passkeys): the profile reads their list only then.
+    Column("passkeys", Integer, nullable=False, default=0, server_default="0"),
     UniqueConstraint("tenant_id", "email", name="uq_users_tenant_email"),
 )
 Index("ix_users_status_due", users.c.status, users.c.deletion_due_at)

@@ -31,6 +31,7 @@ class User:
     is_admin: bool = False  # may enter the operations console (webapp/admin)
     totp_since: datetime | None = None  # the authenticator app is on (accounts/factors)
     recovery_codes_left: int = 0
+    passkeys: int = 0  # how many (the list is read only when there are some)
     # The browser's sign-in (signins.py), set only on the signed-in user.
     sign_in: str = field(default="", repr=False, compare=False)
     # When that sign-in was last active (moved at most once a minute: `signins.keep_alive`).
@@ -72,6 +73,7 @@ def from_row(r: Any) -> User:
         is_admin=bool(r.is_admin),
         totp_since=r.totp_since,
         recovery_codes_left=int(r.recovery_codes_left or 0),
+        passkeys=int(r.passkeys or 0),
     )
 
 

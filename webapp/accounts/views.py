@@ -17,11 +17,11 @@ from flask_babel import gettext
 from flask_login import current_user
 
 from webapp import pages
-from webapp.accounts import addresses, change_email, i18n, ratelimit, reauth, registration, signins
+from webapp.accounts import addresses, change_email, i18n, ratelimit, registration, signins
 from webapp.accounts.factors import second_step
 from webapp.accounts.forms import LoginForm, RegisterForm, ResetPasswordForm
 from webapp.accounts.result import Result
-from webapp.accounts.session import safe_next, sign_in, sign_out
+from webapp.accounts.session import safe_next, sign_out
 from webapp.metrics.instruments import SIGNINS
 
 bp = Blueprint("accounts", __name__)
@@ -86,12 +86,9 @@ def login() -> Response:
         SIGNINS.labels("refused").inc()
         form.add_error(None, gettext(refused.key))
         return page("accounts/login.html", 403, form=form, next=next_url)
-    if second_step.needed(user):  # the code next (accounts/factors)
+    if second_step.needed(user):  # the code or a passkey next (accounts/factors)
         return second_step.begin(user, bool(form.remember.data), next_url)
-    sign_in(user, remember=bool(form.remember.data))
-    reauth.record_proof()  # the password, just given
-    SIGNINS.labels("succeeded").inc()
-    return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
+    return second_step.complete(user, bool(form.remember.data), next_url)
 
 
 @bp.post("/logout")

@@ -18,6 +18,7 @@ from webapp.admin import (
     present,
     queries,
     views_accounts,
+    views_bulk,
     views_ops,
     views_queues,
     views_rerun,
@@ -30,6 +31,7 @@ __all__ = ["init_app"]
 
 del (
     views_accounts,
+    views_bulk,
     views_ops,
     views_queues,
     views_rerun,
@@ -42,6 +44,12 @@ def _status_options() -> dict[str, str]:
     return {"": gettext("admin.runs.allStatuses")} | {
         word: gettext(f"admin.status.{word}") for word in queries.STATUSES
     }
+
+
+def _queue_place(key: str | None, position: int, priority: int | None) -> str:
+    """A queued run's place: "key acme · position 1 · priority 3"."""
+    shown = present.short(key, 60) if key else gettext("admin.run.wholeWorkflow")
+    return gettext("admin.runs.queuePlace", key=shown, position=position, priority=priority or 3)
 
 
 @access.bp.context_processor
@@ -58,6 +66,7 @@ def _helpers() -> dict[str, Any]:
         "status_options": _status_options,
         "tenant_options": lambda ids: {t: t for t in ids},
         "admin_endpoints": set(current_app.view_functions),
+        "queue_place": _queue_place,
     }
 
 

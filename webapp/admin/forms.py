@@ -11,6 +11,7 @@ from wtforms.validators import ValidationError
 
 from webapp.admin.queries import STATUSES, RunFilter, valid_run_id
 from webapp.forms import Form
+from webapp.workflows import bulk
 
 MAX_WORKFLOW = 200
 
@@ -48,6 +49,7 @@ class RunFilterForm(Form):
     workflow = StringField()
     tenant = StringField()
     started_after = StringField()
+    started_before = StringField()
     before = StringField()
 
     def __init__(self, formdata: Any = None, tenants: list[str] | None = None, **kw: Any) -> None:
@@ -70,6 +72,10 @@ class RunFilterForm(Form):
         if field.data and parse_instant(field.data) is None:
             raise ValidationError(gettext("admin.errors.startedAfter"))
 
+    def validate_started_before(self, field: Any) -> None:
+        if field.data and parse_instant(field.data) is None:
+            raise ValidationError(gettext("admin.errors.startedBefore"))
+
     def validate_before(self, field: Any) -> None:
         if field.data and parse_cursor(field.data) is None:
             raise ValidationError(gettext("admin.errors.cursor"))
@@ -82,10 +88,49 @@ class RunFilterForm(Form):
             return None if f.errors or not f.data else str(f.data).strip() or None
 
         status, after, before = ok("status"), ok("started_after"), ok("before")
+        until = ok("started_before")
         return RunFilter(
             tenant=ok("tenant") or default_tenant,
             status=STATUSES[status] if status else None,
             workflow=ok("workflow"),
             started_after=parse_instant(after) if after else None,
+            started_before=parse_instant(until) if until else None,
             before=parse_cursor(before) if before else None,
         )
+
+    def bulk_filter(self, default_tenant: str) -> bulk.Filter:
+        """The list's filter (not its page) as the bulk actions take it; only
+        for a form without errors (an invalid field left out would widen it)."""
+        assert not self.has_errors
+        f = self.run_filter(default_tenant)
+        return bulk.Filter(f.status, f.workflow, f.tenant, f.started_before, f.started_after)
+
+    def filter_args(self) -> dict[str, str]:
+        """The filter's fields as given (no page cursor), for links and hidden inputs."""
+        return {n: str(self[n].data) for n in FILTER_FIELDS if self[n].data}
+
+
+FILTER_FIELDS = ("tenant", "status", "workflow", "started_after", "started_before")
+
+
+class BulkForm(RunFilterForm):
+    """The confirmed bulk action: the filter as asked, and the ids of the runs
+    the question counted (comma-separated; at most `most` of them)."""
+
+    id_prefix = "admin-bulk"
+    runs = StringField()
+
+    def __init__(self, formdata: Any = None, most: int = 1, **kw: Any) -> None:
+        self.most = most
+        super().__init__(formdata, **kw)
+
+    def validate_runs(self, field: Any) -> None:
+        text = field.data or ""
+        ids = text.split(",") if len(text) <= self.most * 37 else []
+        if not ids or len(set(ids)) != len(ids) or not all(map(valid_run_id, ids)):
+            raise ValidationError(gettext("admin.bulk.badForm"))
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The counted runs (only for a validated form)."""
+        return str(self.runs.data).split(",")

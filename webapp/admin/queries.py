@@ -13,7 +13,7 @@ from webapp.eventstore import Event, read_stream
 from webapp.workflows import operations as ops
 from webapp.workflows import versions
 from webapp.workflows.definition import catalog
-from webapp.workflows.store import pauses, queries, runs
+from webapp.workflows.store import pauses, queries, runs, slots
 from webapp.workflows.store.queries import COUNT_CAP, RunFilter
 from webapp.workflows.store.run_events import OPEN, RunStatus
 
@@ -38,12 +38,15 @@ class RunsPage:
     rows: list[Any]
     next_cursor: tuple[datetime, str] | None
     counts: dict[str, int]  # per status word, for the tenant and the other filters
+    positions: dict[str, int]  # queued runs of the page: their place in their key's queue
 
 
 def runs_page(conn: Connection, f: RunFilter, size: int | None = None) -> RunsPage:
-    """Newest first, keyset paged, with the capped count of every status."""
+    """Newest first, keyset paged, with the capped count of every status and
+    the queue places of the page's queued runs."""
     rows, cursor = queries.runs_page(conn, f, size or PAGE_SIZE)
-    return RunsPage(rows, cursor, queries.status_counts(conn, f, STATUSES))
+    counts = queries.status_counts(conn, f, STATUSES)
+    return RunsPage(rows, cursor, counts, slots.queue_positions(conn, rows))
 
 
 def step_name(workflow_name: str, index: int, version: int | None = None) -> str:
@@ -73,7 +76,19 @@ class RunDetail:
     finding: versions.Finding | None = None  # its definition is not the code's (open runs)
     targets: tuple[int, ...] = ()  # versions in the code it could be migrated to
     workflow_paused: bool = False
+    queue_position: int | None = None  # queued: 1 starts next among its key's queued runs
+    first_event: Event | None = None  # run-started or run-queued: a rerun's `rerunOf`
     children: tuple[Any, ...] = ()  # its child runs (run_workflow): the tree's next level
+
+    @property
+    def rerun_of(self) -> str | None:
+        p = self.first_event.payload if self.first_event is not None else {}
+        return str(p["rerunOf"]) if p.get("rerunOf") else None
+
+    @property
+    def rerun_from_step(self) -> int | None:
+        p = self.first_event.payload if self.first_event is not None else {}
+        return int(p["fromStep"]) if self.rerun_of and p.get("fromStep") is not None else None
 
     @property
     def fingerprint_matches(self) -> bool:
@@ -139,14 +154,19 @@ def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
         for w in catalog.versions(run.workflow_name)
         if w.version != run.definition_version or finding is not None
     )
+    stream = runs.stream(run.tenant_id, run.run_id)
+    events = read_stream(conn, stream, after_version=since)
+    first = events[:1] if since == 0 else read_stream(conn, stream, limit=1)
     return RunDetail(
         run,
-        read_stream(conn, runs.stream(run.tenant_id, run.run_id), after_version=since),
+        events,
         ops.pending_rows(conn, run_id),
         wf.fingerprint if wf is not None else None,
         finding,
         targets,
         pauses.is_paused(conn, run.workflow_name),
+        slots.queue_position(conn, run),
+        first[0] if first else None,
         tuple(ops.children(conn, run)),
     )
 

@@ -1,10 +1,10 @@
 """POST /admin/runs/<id>/rerun: start a rerun from a step (`flask workflows
 rerun RUN_ID --from-step N`, the admin as actor); the answer is the new run's
-page."""
+page (with htmx, at the new run's address)."""
 
 from __future__ import annotations
 
-from flask import Response, request
+from flask import Response, request, url_for
 from flask_babel import gettext
 
 from webapp.admin import access
@@ -24,4 +24,8 @@ def rerun(run_id: str) -> Response:
         return run_page(
             run_id, error=gettext("admin.run.actionFailed", reason=str(exc)), status=422
         )
-    return run_page(new_id, success=gettext("admin.run.rerunStarted", run_id=run_id))
+    resp = run_page(new_id, success=gettext("admin.run.rerunStarted", run_id=run_id))
+    resp.headers["HX-Push-Url"] = url_for(
+        "admin.run", run_id=new_id
+    )  # the address is the new run's
+    return resp

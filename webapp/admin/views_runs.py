@@ -38,31 +38,44 @@ def home() -> BaseResponse:
 
 @bp.get("/runs")
 def runs() -> Response:
-    with db.reading() as conn:
-        known = tenants.all_ids(conn)
-        form = RunFilterForm(request.args, tenants=known)
-        form.validate()
-        f = form.run_filter(tenants.DEFAULT_TENANT)
-        page = queries.runs_page(conn, f)
-    args: dict[str, Any] = {k: v for k, v in request.args.items() if k != "before" and v}
-    next_url = (
-        url_for("admin.runs", **args, before=cursor_text(page.next_cursor))
-        if page.next_cursor
-        else None
-    )
+    form = RunFilterForm(request.args, tenants=known_tenants())
+    form.validate()
     return pages.render(
         "admin/runs.html",
         "admin/_runs_table.html",
         has_errors=form.has_errors,
         status=422 if form.has_errors else 200,
+        **runs_context(form),
+    )
+
+
+def known_tenants() -> list[str]:
+    with db.reading() as conn:
+        return tenants.all_ids(conn)
+
+
+def runs_context(form: RunFilterForm) -> dict[str, Any]:
+    """What runs.html and its table show for a validated filter form."""
+    f = form.run_filter(tenants.DEFAULT_TENANT)
+    with db.reading() as conn:
+        page = queries.runs_page(conn, f)
+    args: dict[str, Any] = form.filter_args()
+    next_url = (
+        url_for("admin.runs", **args, before=cursor_text(page.next_cursor))
+        if page.next_cursor
+        else None
+    )
+    return dict(
         form=form,
         runs_page=page,
-        tenant_ids=known,
+        tenant_ids=form.tenants,
         tenant=f.tenant,
         filters=args,
         next_url=next_url,
         first_url=url_for("admin.runs", **args) if f.before else None,
-        refresh_url=request.full_path,
+        refresh_url=url_for(
+            "admin.runs", **args, **({"before": form.before.data} if f.before else {})
+        ),
         step_name=queries.step_name,
     )
 

@@ -242,8 +242,11 @@ def _from_row(r: Any) -> Event:
     )
 
 
-def read_stream(conn: Connection, stream: StreamId, after_version: int = 0) -> list[Event]:
-    rows = conn.execute(
+def read_stream(
+    conn: Connection, stream: StreamId, after_version: int = 0, limit: int | None = None
+) -> list[Event]:
+    """The stream's events after `after_version`, oldest first (at most `limit`)."""
+    q = (
         select(events)
         .where(
             events.c.tenant_id == stream.tenant_id,
@@ -253,7 +256,7 @@ def read_stream(conn: Connection, stream: StreamId, after_version: int = 0) -> l
         )
         .order_by(events.c.version)
     )
-    return [_from_row(r) for r in rows]
+    return [_from_row(r) for r in conn.execute(q if limit is None else q.limit(limit))]
 
 
 def read_all(

@@ -58,6 +58,8 @@ EVENT_TEXTS = {
     ev.RECOVERY_CODES_GENERATED: "privacy.activity.recoveryCodesGenerated",
     ev.RECOVERY_CODE_USED: "privacy.activity.recoveryCodeUsed",
     ev.FACTORS_RESET: "privacy.activity.factorsReset",
+    ev.PASSKEY_ADDED: "privacy.activity.passkeyAdded",
+    ev.PASSKEY_REMOVED: "privacy.activity.passkeyRemoved",
 }
 
 # outbox kind -> the mail we sent

@@ -31,8 +31,12 @@ UNAVAILABLE = "[encrypted:unavailable]"
 SECRET = "[secret: not exported]"
 # Credentials are never exported, not even to their owner: a stolen ZIP must
 # not sign anyone in.
-# The authenticator app's secret and the recovery codes' hashes neither.
-SECRET_FIELDS = frozenset({"password_hash", "session_token", "secret", "hashes"})
+# The authenticator app's secret, the recovery codes' hashes and a passkey's
+# key material neither.
+SECRET_FIELDS = frozenset(
+    {"password_hash", "session_token", "secret", "hashes"}
+    | {"credential_id", "public_key", "user_handle"}
+)
 
 
 def file_name(job_id: str) -> str:

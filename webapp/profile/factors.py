@@ -18,7 +18,14 @@ from webapp import db, sections
 from webapp.accounts import ratelimit, reauth
 from webapp.accounts.credentials import check_password
 from webapp.accounts.factors import commands, recovery, totp
-from webapp.accounts.factors.forms import ConfirmSetupForm, FactorsForm, ReauthForm, TurnOffForm
+from webapp.accounts.factors.forms import (
+    AddPasskeyForm,
+    ConfirmSetupForm,
+    FactorsForm,
+    ReauthForm,
+    TurnOffForm,
+)
+from webapp.accounts.factors.passkey_store import Passkey, passkeys_of
 from webapp.accounts.result import INVALID_CREDENTIALS, Result
 from webapp.accounts.session import signed_in_user
 from webapp.accounts.users import User
@@ -31,7 +38,10 @@ STALE = "factors.reauth.stale"
 # endpoint -> section, for the profile's unexpected-error answer
 ENDPOINTS = {
     name: SECTION
-    for name in ("factors_confirm", "totp_start", "totp_confirm", "totp_off", "new_codes")
+    for name in (
+        *("factors_confirm", "totp_start", "totp_confirm", "totp_off", "new_codes"),
+        *("passkey_add", "passkey_remove", "passkey_confirm"),
+    )
 }
 
 
@@ -50,12 +60,14 @@ class State:
     on: bool  # the authenticator app is on
     since: datetime | None
     codes_left: int
+    passkeys: list[Passkey]
     fresh: bool
     setup: Setup | None  # a set-up in progress (only in the answers of the set-up)
     codes: list[str] | None  # codes just made: shown once, never again
     reauth: Form
     confirm: Form
     turn_off: Form
+    add_passkey: Form
 
 
 def blank() -> Form:
@@ -70,6 +82,10 @@ def state(user: User, form: Form | None) -> State:
         if secret:
             setup = Setup(totp.grouped(secret), commands.setup_qr(user, secret))
     codes = g.get("factors_codes")
+    keys: list[Passkey] = []
+    if user.passkeys:  # the row says whether there is a list to read
+        with db.reading() as conn:
+            keys = passkeys_of(conn, user)
 
     def answered(kind: type[Form]) -> Form:
         return form if isinstance(form, kind) else kind()
@@ -78,32 +94,34 @@ def state(user: User, form: Form | None) -> State:
         user.totp_since is not None,
         user.totp_since,
         user.recovery_codes_left,
+        keys,
         reauth.is_fresh(),
         setup,
         [recovery.shown(c) for c in codes] if codes else None,
         answered(ReauthForm),
         answered(ConfirmSetupForm),
         answered(TurnOffForm),
+        answered(AddPasskeyForm),
     )
 
 
-def _answer(
+def answer(
     screen: Screen, status: int, form: Form | None = None, success: str | None = None
 ) -> Response:
     user = sections.reread()
     return screen.respond(screen.view(user, SECTION, form, success), status)
 
 
-def _stale(screen: Screen) -> Response:
+def stale(screen: Screen) -> Response:
     """The proof is too old for this action: the section asks for it (403)."""
     form = ReauthForm()
     form.add_error(None, gettext(STALE))
-    return _answer(screen, 403, form)
+    return answer(screen, 403, form)
 
 
-def _limited(screen: Screen, form: Form) -> Response:
+def limited(screen: Screen, form: Form) -> Response:
     form.add_error(None, gettext("auth.errors.tooManyAttempts"))
-    return _answer(screen, 429, form)
+    return answer(screen, 429, form)
 
 
 def confirm_identity(screen: Screen) -> Response:
@@ -112,7 +130,7 @@ def confirm_identity(screen: Screen) -> Response:
     me = signed_in_user()
     form = ReauthForm(request.form)
     if not form.validate():
-        return _answer(screen, 422, form)
+        return answer(screen, 422, form)
     if form.password.data:
         checked = sections.password_checked(
             lambda: (
@@ -122,47 +140,47 @@ def confirm_identity(screen: Screen) -> Response:
             )
         )
         if checked is None:
-            return _limited(screen, form)
+            return limited(screen, form)
         if not checked.ok:
             form.add_error("password", gettext(INVALID_CREDENTIALS))
-            return _answer(screen, 422, form)
+            return answer(screen, 422, form)
     else:
         if not ratelimit.allowed(LIMIT, me.id):
-            return _limited(screen, form)
+            return limited(screen, form)
         if not commands.check_code(me, form.code.data):
             ratelimit.count(LIMIT, me.id)
             form.add_error("code", gettext(commands.WRONG_CODE))
-            return _answer(screen, 422, form)
+            return answer(screen, 422, form)
     reauth.record_proof()
-    return _answer(screen, 200, success=gettext("factors.reauth.done"))
+    return answer(screen, 200, success=gettext("factors.reauth.done"))
 
 
 def start(screen: Screen) -> Response:
     if not reauth.is_fresh():
-        return _stale(screen)
+        return stale(screen)
     result = commands.begin_setup(signed_in_user())
     if result.ok:
         g.factors_setup = True
-        return _answer(screen, 200)
+        return answer(screen, 200)
     return sections.result_response(screen, SECTION, result)
 
 
 def confirm(screen: Screen) -> Response:
     me = signed_in_user()
     if not reauth.is_fresh():
-        return _stale(screen)
+        return stale(screen)
     form = ConfirmSetupForm(request.form)
     g.factors_setup = True  # on an error the set-up shows again
     if not form.validate():
-        return _answer(screen, 422, form)
+        return answer(screen, 422, form)
     if not ratelimit.allowed(LIMIT, me.id):
-        return _limited(screen, form)
+        return limited(screen, form)
     result = commands.confirm_setup(me, form.code.data)
     if result.ok:
         g.factors_setup = False
         g.factors_codes = result.params["codes"]
         reauth.record_proof()  # a code from the app, just given
-        return _answer(screen, 200, success=gettext(result.key))
+        return answer(screen, 200, success=gettext(result.key))
     if result.key == commands.WRONG_CODE:
         ratelimit.count(LIMIT, me.id)
     return sections.result_response(screen, SECTION, result, form)
@@ -176,12 +194,12 @@ def turn_off(screen: Screen) -> Response:
     if not form.validate():
         return sections.rejected(screen, SECTION, form)
     if not ratelimit.allowed(LIMIT, me.id):
-        return _limited(screen, form)
+        return limited(screen, form)
     result = sections.password_checked(
         lambda: commands.turn_off(me, form.current_password.data, form.code.data)
     )
     if result is None:
-        return _limited(screen, form)
+        return limited(screen, form)
     if result.key == commands.WRONG_CODE:
         ratelimit.count(LIMIT, me.id)
     if result.ok:
@@ -191,11 +209,11 @@ def turn_off(screen: Screen) -> Response:
 
 def new_codes(screen: Screen) -> Response:
     if not reauth.is_fresh():
-        return _stale(screen)
+        return stale(screen)
     result = commands.new_codes(signed_in_user())
     if result.ok:
         g.factors_codes = result.params["codes"]
-        return _answer(screen, 200, success=gettext(result.key))
+        return answer(screen, 200, success=gettext(result.key))
     return sections.result_response(screen, SECTION, result)
 
 

@@ -32,7 +32,7 @@ from webapp.accounts import change_email, change_password, language, reauth, reg
 from webapp.accounts.session import refresh_session, signed_in_user
 from webapp.devices import section as devices_section
 from webapp.devices.listing import Listing
-from webapp.profile import factors, forms
+from webapp.profile import factors, forms, passkeys
 from webapp.render_cache import RenderCache
 from webapp.sections import Screen, View
 
@@ -70,6 +70,7 @@ PROFILE = Screen(respond, forms.blank)
 danger_zone.add_routes(bp, PROFILE)
 devices_section.add_routes(bp, PROFILE)
 factors.add_routes(bp, PROFILE)
+passkeys.add_routes(bp, PROFILE)
 
 
 @bp.context_processor

@@ -5,7 +5,7 @@ one-run command (its checks, its event, the operator as actor)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,6 +14,7 @@ from sqlalchemy import Connection, select
 
 from webapp.workflows import operations as ops
 from webapp.workflows import pausing
+from webapp.workflows.store import queries
 from webapp.workflows.store.run_events import RunStatus
 from webapp.workflows.store.tables import workflow_runs
 
@@ -59,21 +60,44 @@ def parse_filter(text: str) -> Filter:
     return Filter(**values)
 
 
+def text_of(f: Filter) -> str:
+    """The filter as `--filter` takes it (`parse_filter(text_of(f)) == f` when
+    no value holds a comma)."""
+    values = {
+        "status": f.status,
+        "workflow": f.workflow,
+        "tenant": f.tenant,
+        "started-before": f.started_before.isoformat() if f.started_before else None,
+        "started-after": f.started_after.isoformat() if f.started_after else None,
+    }
+    return ",".join(f"{k}={v}" for k, v in values.items() if v)
+
+
+def matching_rows(conn: Connection, f: Filter, among: Sequence[str] | None = None) -> list[Any]:
+    """(run_id, status) of the runs the filter matches (of `among`, when
+    given), oldest first, at most MAX_RUNS."""
+    c = workflow_runs.c
+    conds = queries.run_conditions(
+        f.tenant, f.status, f.workflow, f.started_after, f.started_before
+    )
+    if among is not None:
+        conds.append(c.run_id.in_(sorted(set(among))))
+    q = select(c.run_id, c.status).where(*conds)
+    return list(conn.execute(q.order_by(c.started_at, c.run_id).limit(MAX_RUNS)))
+
+
 def matching(conn: Connection, f: Filter) -> list[str]:
     """The run ids the filter matches, oldest first."""
-    c = workflow_runs.c
-    q = select(c.run_id).order_by(c.started_at, c.run_id).limit(MAX_RUNS)
-    if f.status:
-        q = q.where(c.status == f.status)
-    if f.workflow:
-        q = q.where(c.workflow_name == f.workflow)
-    if f.tenant:
-        q = q.where(c.tenant_id == f.tenant)
-    if f.started_before:
-        q = q.where(c.started_at < f.started_before)
-    if f.started_after:
-        q = q.where(c.started_at >= f.started_after)
-    return list(conn.execute(q).scalars())
+    return [r.run_id for r in matching_rows(conn, f)]
+
+
+def in_order(action: str, rows: Sequence[Any]) -> list[str]:
+    """The run ids of `rows` in the order to act on them: a cancel takes the
+    queued runs first, so that cancelling a run that holds a concurrency slot
+    does not start a queued run only to cancel it next."""
+    if action != "cancel":
+        return [r.run_id for r in rows]
+    return [r.run_id for r in sorted(rows, key=lambda r: r.status != RunStatus.QUEUED)]
 
 
 ACTIONS: dict[str, Callable[[str, str | None], Any]] = {

@@ -111,7 +111,7 @@ def _one_or_bulk(action: str, run_id: str | None, filter_text: str | None, yes: 
     with _refused(ValueError):
         f = bulk.parse_filter(filter_text)
     with db.reading() as conn:
-        ids = bulk.matching(conn, f)
+        ids = bulk.in_order(action, bulk.matching_rows(conn, f))
     if not yes:
         click.echo(f"{len(ids)} runs match. Nothing was changed: add --yes to {action} them.")
         return True

@@ -1,5 +1,6 @@
-"""Second factors: the authenticator app (TOTP, totp.py), recovery codes
-(recovery.py), the sign-in's second step (second_step.py, signin_views.py)
+"""Second factors: the authenticator app (TOTP, totp.py), passkeys
+(WebAuthn: passkeys.py, challenges.py, passkey_commands.py, passkey_views.py
+for signing in with one), recovery codes (recovery.py), the sign-in's second step (second_step.py, signin_views.py)
 and the operator's reset (reset.py, cli.py). The commands (commands.py)
 append the factor events to the user's stream (accounts/events.py); their
 projection (projection.py) keeps `user_factors` and `recovery_codes`
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from flask import Flask
 
-from webapp.accounts.factors import cli, projection, signin_views, tables
+from webapp.accounts.factors import cli, passkey_views, projection, signin_views, tables
 
 del cli, tables  # imported for their registrations (the command, the tables)
 
@@ -19,3 +20,4 @@ del cli, tables  # imported for their registrations (the command, the tables)
 def init_app(app: Flask) -> None:
     projection.register()
     signin_views.init_app(app)
+    passkey_views.init_app(app)

@@ -31,13 +31,13 @@ WRONG_CODE = "factors.errors.wrongCode"
 WRONG_RECOVERY = "factors.errors.wrongRecoveryCode"
 
 
-def _cfg() -> Config:
+def cfg() -> Config:
     cfg: Config = current_app.config["APP_CONFIG"]
     return cfg
 
 
 def _issuer() -> str:
-    host = _cfg().base_url.split("://", 1)[-1].split("/", 1)[0]
+    host = cfg().base_url.split("://", 1)[-1].split("/", 1)[0]
     return host or "webapp"
 
 
@@ -67,7 +67,7 @@ def setup_qr(user: User, secret: str) -> str:
     return totp.qr_svg_data_uri(totp.uri(secret, user.email, _issuer()))
 
 
-def _codes_event(ph_cfg: Config) -> tuple[NewEvent, list[str]]:
+def codes_event(ph_cfg: Config) -> tuple[NewEvent, list[str]]:
     codes = recovery.new_codes()
     ph = recovery.hasher(ph_cfg)
     hashes = " ".join(recovery.hash_code(ph, c) for c in codes)
@@ -78,7 +78,7 @@ def _codes_event(ph_cfg: Config) -> tuple[NewEvent, list[str]]:
 def confirm_setup(user: User, code: str) -> Result:
     """One code from the app confirms the set-up; the answer carries the
     recovery codes (`params["codes"]`), shown once."""
-    codes_event, codes = _codes_event(_cfg())  # hashed outside the transaction
+    codes_made, codes = codes_event(cfg())  # hashed outside the transaction
 
     def attempt() -> Result:
         with db.transaction() as conn:
@@ -93,7 +93,7 @@ def confirm_setup(user: User, code: str) -> Result:
             added = NewEvent(
                 ev.TOTP_ADDED, {"factor_id": pending.id, "name": pending.name, "secret": secret}
             )
-            decision = Account(row).change_factors((added, codes_event))
+            decision = Account(row).change_factors((added, codes_made))
             if isinstance(decision, Refusal):
                 return Result.refused(decision)
             append_to(conn, row, decision)
@@ -105,14 +105,14 @@ def confirm_setup(user: User, code: str) -> Result:
 
 def new_codes(user: User) -> Result:
     """*Generate new codes*: the old ones stop working at once."""
-    codes_event, codes = _codes_event(_cfg())
+    codes_made, codes = codes_event(cfg())
 
     def attempt() -> Result:
         with db.transaction() as conn:
             row = fresh(conn, user)
             if not store.has_second_factor(conn, row.tenant_id, row.id):
                 return Result.error("factors.codes.noFactor")
-            decision = Account(row).change_factors((codes_event,))
+            decision = Account(row).change_factors((codes_made,))
             if isinstance(decision, Refusal):
                 return Result.refused(decision)
             append_to(conn, row, decision)
@@ -139,7 +139,7 @@ def use_recovery_code(user: User, raw: str) -> bool:
     code = recovery.normalized(raw)
     if code is None:
         return False
-    ph = recovery.hasher(_cfg())
+    ph = recovery.hasher(cfg())
 
     def attempt() -> Result:
         with db.transaction() as conn:

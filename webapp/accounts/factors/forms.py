@@ -1,5 +1,6 @@
 """The factor forms: the code at sign-in, a recovery code instead, the
-set-up's confirming code, turning the app off, and "Confirm it's you". Fields
+set-up's confirming code, turning the app off, "Confirm it's you", and a
+passkey's answer (with its name when one is added). Fields
 in screen order; what needs the database (is the code right?) is checked by
 the commands."""
 
@@ -8,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask_babel import gettext
-from wtforms import PasswordField, StringField, ValidationError
+from wtforms import HiddenField, PasswordField, StringField, ValidationError
+from wtforms.validators import StopValidation
 
 from webapp.accounts.factors import recovery, totp
+from webapp.accounts.factors.passkey_commands import NAME_MAX
 from webapp.forms import Form, current_password, required
 
 
@@ -65,6 +68,35 @@ class ReauthForm(Form):
     def validate_password(self, field: Any) -> None:
         if not field.data and not self.code.data:
             raise ValidationError(gettext("factors.reauth.required"))
+
+
+def _strip(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def _check_name(_form: Any, field: Any) -> None:
+    if not field.data:  # empty once trimmed (InputRequired sees the untrimmed input)
+        raise StopValidation(gettext("passkeys.errors.nameRequired"))
+    if len(field.data or "") > NAME_MAX:
+        raise ValidationError(gettext("passkeys.errors.nameTooLong", max=NAME_MAX))
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in field.data or ""):
+        raise ValidationError(gettext("passkeys.errors.nameInvalid"))
+
+
+class PasskeyForm(Form):
+    """A passkey's answer, as static/passkeys.js posts it: the credential (JSON)
+    or, when the browser gave none, why (`client_error`: its error's name)."""
+
+    id_prefix = "passkey"
+    credential = HiddenField()
+    client_error = HiddenField()
+
+
+class AddPasskeyForm(PasskeyForm):
+    id_prefix = "profile-passkey"
+    name = StringField(
+        filters=[_strip], validators=[required("passkeys.errors.nameRequired"), _check_name]
+    )
 
 
 class FactorsForm(Form):

@@ -1,5 +1,5 @@
-"""Inline projection of the factor events into `user_factors` and
-`recovery_codes`, in the append's transaction (the `users` row's version is
+"""Inline projection of the factor events (the app, passkeys, recovery
+codes) into `user_factors` and `recovery_codes`, in the append's transaction (the `users` row's version is
 the accounts' projection's). Erasure and an operator's reset delete every row."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from sqlalchemy import Connection, delete, insert, update
 
 from webapp.accounts import events as ev
 from webapp.accounts.factors import store
-from webapp.accounts.factors.tables import TOTP, recovery_codes, user_factors
+from webapp.accounts.factors.tables import PASSKEY, TOTP, recovery_codes, user_factors
 from webapp.accounts.stream import unsealed
 from webapp.eventstore import Event, register_inline
 
@@ -36,7 +36,27 @@ def on_totp_added(conn: Connection, e: Event) -> None:
     )
 
 
-def on_totp_removed(conn: Connection, e: Event) -> None:
+def on_passkey_added(conn: Connection, e: Event) -> None:
+    conn.execute(
+        insert(user_factors).values(
+            id=e.payload["factor_id"],
+            tenant_id=e.tenant_id,
+            user_id=e.aggregate_id,
+            kind=PASSKEY,
+            name=unsealed(conn, e, "name"),
+            secret="",  # a passkey has no secret here: only its public key
+            created_at=e.recorded_at,
+            confirmed_at=e.recorded_at,
+            credential_id=unsealed(conn, e, "credential_id"),
+            public_key=unsealed(conn, e, "public_key"),
+            sign_count=e.payload["sign_count"],
+            transports=e.payload["transports"],
+            user_handle=unsealed(conn, e, "user_handle"),
+        )
+    )
+
+
+def on_factor_removed(conn: Connection, e: Event) -> None:
     conn.execute(delete(user_factors).where(user_factors.c.id == e.payload["factor_id"]))
     # Recovery codes stand in for a factor: with none left they go too.
     if not store.has_second_factor(conn, e.tenant_id, e.aggregate_id):
@@ -90,7 +110,9 @@ def on_all_gone(conn: Connection, e: Event) -> None:
 def register() -> None:
     for event_type, handler in {
         ev.TOTP_ADDED: on_totp_added,
-        ev.TOTP_REMOVED: on_totp_removed,
+        ev.TOTP_REMOVED: on_factor_removed,
+        ev.PASSKEY_ADDED: on_passkey_added,
+        ev.PASSKEY_REMOVED: on_factor_removed,
         ev.RECOVERY_CODES_GENERATED: on_codes_generated,
         ev.RECOVERY_CODE_USED: on_code_used,
         ev.FACTORS_RESET: on_all_gone,

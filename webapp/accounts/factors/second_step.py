@@ -2,8 +2,13 @@
 second factor is not signed in yet. This browser's session holds the pending
 sign-in (whose, with which session token, since when, "Remember me", where
 to go next) for at most `PENDING_SECONDS`; a password change or any other
-rotation of the session token in between voids it. The code (or a recovery
-code) completes it: only then does the session get a user."""
+rotation of the session token in between voids it. The code, a passkey or a
+recovery code completes it: only then does the session get a user.
+
+`complete` is the one end of every sign-in (the password alone, after the
+second step, a passkey without a password): a fresh session with its
+server-side row (Your devices, the new-device alert), the proof of identity
+just given, the metric, and where to go next."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from flask import Response, redirect, session, url_for
 from webapp import clock, db
 from webapp.accounts import reauth, signins
 from webapp.accounts.factors import store
+from webapp.accounts.factors.tables import TOTP
 from webapp.accounts.session import sign_in
 from webapp.accounts.users import User, get_user
 from webapp.metrics.instruments import SIGNINS
@@ -35,9 +41,16 @@ def needed(user: User) -> bool:
         return store.has_second_factor(conn, user.tenant_id, user.id)
 
 
+def kinds(user: User) -> set[str]:
+    """The kinds of second factor the account has (the ways it is offered)."""
+    with db.reading() as conn:
+        return {f.kind for f in store.factors_of(conn, user)}
+
+
 def begin(user: User, remember: bool, next_url: str | None) -> Response:
-    """The password was right: ask for the code next (a fresh session, as at
-    sign-in, so nothing planted before survives)."""
+    """The password was right: ask for the code next, or the passkey when the
+    account has no app (a fresh session, as at sign-in, so nothing planted
+    before survives)."""
     session.clear()
     session[SESSION_KEY] = {
         "user": user.id,
@@ -47,7 +60,8 @@ def begin(user: User, remember: bool, next_url: str | None) -> Response:
         "remember": remember,
         "next": next_url,
     }
-    return redirect(url_for("factors.code"))  # type: ignore[return-value]
+    first = "factors.code" if TOTP in kinds(user) else "passkeys.second_step"
+    return redirect(url_for(first))  # type: ignore[return-value]
 
 
 def pending() -> Pending | None:
@@ -73,10 +87,14 @@ def expired() -> bool:
     return SESSION_KEY in session and pending() is None
 
 
-def finish(p: Pending) -> Response:
-    """The second factor was right: sign in (a fresh session again)."""
-    session.pop(SESSION_KEY, None)
-    sign_in(p.user, remember=p.remember)
-    reauth.record_proof()
+def complete(user: User, remember: bool, next_url: str | None) -> Response:
+    """Sign `user` in here (their sign-in rules were checked by the caller)."""
+    sign_in(user, remember=remember)  # a fresh session: the pending step goes too
+    reauth.record_proof()  # the password, a code or a passkey, just given
     SIGNINS.labels("succeeded").inc()
-    return redirect(p.next_url or url_for("profile.show"))  # type: ignore[return-value]
+    return redirect(next_url or url_for("profile.show"))  # type: ignore[return-value]
+
+
+def finish(p: Pending) -> Response:
+    """The second factor was right: sign in."""
+    return complete(p.user, p.remember, p.next_url)

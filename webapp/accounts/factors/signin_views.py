@@ -1,6 +1,6 @@
 """`/login/code` and `/login/recovery`: the sign-in's second step, plain
 pages that work without JavaScript. Each offers the other ways this account
-has (`other_ways`: where "Use a passkey instead" joins when passkeys exist).
+has (`other_ways`; the passkey's page is passkey_views.py).
 Wrong codes count against `second-factor` (5 per 5 minutes per account; then
 429, whatever is typed)."""
 
@@ -26,6 +26,8 @@ from webapp import pages
 from webapp.accounts import ratelimit
 from webapp.accounts.factors import commands, second_step
 from webapp.accounts.factors.forms import SignInCodeForm, SignInRecoveryForm
+from webapp.accounts.factors.tables import PASSKEY, TOTP
+from webapp.accounts.users import User
 from webapp.forms import Form
 from webapp.metrics.instruments import SIGNINS
 
@@ -43,24 +45,35 @@ class Way:
     endpoint: str
     label: str  # i18n key
     testid: str
+    needs: str | None  # the factor kind the account must have; None: any factor
 
 
 WAYS = {
-    "code": Way("factors.code", "factors.signin.useApp", "use-app"),
-    "recovery": Way("factors.recovery", "factors.signin.useRecovery", "use-recovery"),
+    "code": Way("factors.code", "factors.signin.useApp", "use-app", TOTP),
+    "passkey": Way("passkeys.second_step", "factors.signin.usePasskey", "use-passkey", PASSKEY),
+    "recovery": Way("factors.recovery", "factors.signin.useRecovery", "use-recovery", None),
 }
 
 
-def other_ways(current: str) -> list[Way]:
-    """The ways offered besides `current`: each needs nothing but a factor of
-    the account, so every one is there (a passkey would be offered only to an
-    account that has one)."""
-    return [way for name, way in WAYS.items() if name != current]
+def other_ways(current: str, kinds: set[str]) -> list[Way]:
+    """The ways offered besides `current`, for an account with factors of
+    `kinds`: the app's code only with the app, a passkey only with one, and
+    recovery codes with any factor (they exist while one does)."""
+    return [
+        way
+        for name, way in WAYS.items()
+        if name != current and (way.needs is None or way.needs in kinds)
+    ]
 
 
-def _page(template: str, form: Form, status: int, current: str) -> Response:
-    body = render_template(template, form=form, ways=other_ways(current))
-    return make_response(body, status)
+def page(template: str, status: int, current: str, user: User, **ctx: object) -> Response:
+    """A second step's page, with the other ways this account has."""
+    ways = other_ways(current, second_step.kinds(user))
+    return make_response(render_template(template, ways=ways, **ctx), status)
+
+
+def _page(template: str, form: Form, status: int, current: str, user: User) -> Response:
+    return page(template, status, current, user, form=form)
 
 
 def _step(
@@ -76,20 +89,20 @@ def _step(
             flash(EXPIRED)
         return redirect(url_for("accounts.login"))  # type: ignore[return-value]
     if request.method == "GET":
-        return _page(template, make_form(), 200, current)
+        return _page(template, make_form(), 200, current, p.user)
     form = make_form(request.form)
     if not ratelimit.allowed(LIMIT, p.user.id):
         SIGNINS.labels("rate_limited").inc()
         form.add_error(None, gettext("auth.errors.tooManyAttempts"))
-        return _page(template, form, 429, current)
+        return _page(template, form, 429, current, p.user)
     if not form.validate():
-        return _page(template, form, 422, current)
+        return _page(template, form, 422, current, p.user)
     if not check(p, form):
         ratelimit.count(LIMIT, p.user.id)
         SIGNINS.labels("refused").inc()
         field = next(iter(form._fields))
         form.add_error(field, gettext(wrong))
-        return _page(template, form, 422, current)
+        return _page(template, form, 422, current, p.user)
     return second_step.finish(p)
 
 

@@ -120,12 +120,38 @@ def runs_of_subject(conn: Connection, tenant_id: str, subject_id: str) -> list[A
     )
 
 
+def run_conditions(
+    tenant: str | None = None,
+    status: str | None = None,
+    workflow: str | None = None,
+    started_after: datetime | None = None,
+    started_before: datetime | None = None,
+) -> list[Any]:
+    """What a runs filter means, written once: the console's list and the bulk
+    actions by filter (CLI and console) select with these. `started_after`
+    includes its instant, `started_before` does not."""
+    c = workflow_runs.c
+    conds: list[Any] = []
+    if tenant:
+        conds.append(c.tenant_id == tenant)
+    if status:
+        conds.append(c.status == status)
+    if workflow:
+        conds.append(c.workflow_name == workflow)
+    if started_after:
+        conds.append(c.started_at >= started_after)
+    if started_before:
+        conds.append(c.started_at < started_before)
+    return conds
+
+
 @dataclass(frozen=True)
 class RunFilter:
     tenant: str
     status: str | None = None  # a stored status
     workflow: str | None = None
     started_after: datetime | None = None
+    started_before: datetime | None = None
     before: tuple[datetime, str] | None = None  # keyset: (started_at, run_id) of the last row
 
 
@@ -138,24 +164,22 @@ LISTED = (
     workflow_runs.c.definition_version,
     workflow_runs.c.started_at,
     workflow_runs.c.updated_at,
+    workflow_runs.c.concurrency_key,
+    workflow_runs.c.priority,
+    workflow_runs.c.paused_by,
 )
 
 
 def _common(q: Any, f: RunFilter) -> Any:
-    q = q.where(workflow_runs.c.tenant_id == f.tenant)
-    if f.workflow:
-        q = q.where(workflow_runs.c.workflow_name == f.workflow)
-    if f.started_after:
-        q = q.where(workflow_runs.c.started_at > f.started_after)
-    return q
+    """Every filter but the status (the counts are per status)."""
+    conds = run_conditions(f.tenant, None, f.workflow, f.started_after, f.started_before)
+    return q.where(*conds)
 
 
 def runs_page(conn: Connection, f: RunFilter, size: int) -> tuple[list[Any], Any]:
     """A page of runs, newest first, and the keyset cursor of the next one (or
     None): paging on (started_at, run_id), which an index covers."""
-    q = _common(select(*LISTED), f)
-    if f.status:
-        q = q.where(workflow_runs.c.status == f.status)
+    q = _common(select(*LISTED), f).where(*run_conditions(status=f.status))
     if f.before:
         q = q.where(tuple_(workflow_runs.c.started_at, workflow_runs.c.run_id) < tuple_(*f.before))
     q = q.order_by(workflow_runs.c.started_at.desc(), workflow_runs.c.run_id.desc())
