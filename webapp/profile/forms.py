@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask_babel import gettext
-from wtforms import PasswordField, StringField
+from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import ValidationError
 
 from webapp import danger_zone
@@ -18,10 +18,21 @@ from webapp.profile import factors
 
 
 class AccountForm(Form):
-    """Language, resend verification, sign out other sessions."""
+    """Language, resend verification, sign out other sessions. Signing out
+    the others needs a fresh proof (issue 21, point 3): without one, the
+    button's answer asks for the current password (`confirm`)."""
 
     id_prefix = "profile-account"
     language = StringField()
+    confirm = HiddenField()
+    current_password = current_password()
+
+    @property
+    def confirming(self) -> bool:
+        return bool(getattr(self, "_confirming", False))
+
+    def ask_proof(self) -> None:
+        self._confirming = True
 
 
 class AccountBound(Form):

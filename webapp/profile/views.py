@@ -29,7 +29,9 @@ from markupsafe import Markup
 from webapp import danger_zone, pages, sections
 from webapp import forms as forms_core
 from webapp.accounts import change_email, change_password, language, reauth, registration, signins
+from webapp.accounts.result import Result
 from webapp.accounts.session import refresh_session, signed_in_user
+from webapp.devices import proof as devices_proof
 from webapp.devices import section as devices_section
 from webapp.devices.listing import Listing
 from webapp.profile import factors, forms, passkeys
@@ -169,10 +171,27 @@ def resend_verification() -> Response:
 @bp.post("/sessions")
 @login_required
 def sessions() -> Response:
-    result = signins.revoke_other_sessions(current_user)
+    """Sign out other sessions: at once with a fresh proof (`REAUTH_SECONDS`),
+    else after the current password, as Your devices asks for it."""
+    me = signed_in_user()
+    form = forms.AccountForm(request.form)
+    if devices_proof.needs_password(me):
+        form.ask_proof()
+        if not form.confirm.data:  # the button: ask for the proof first
+            return respond(PROFILE.view(me, "account", form))
+        if not form.validate():
+            return sections.rejected(PROFILE, "account", form)
+
+    def command() -> Result:
+        proven = devices_proof.require_fresh_proof(me, form.current_password.data)
+        return proven if not proven.ok else signins.revoke_other_sessions(current_user)
+
+    result = sections.password_checked(command)
+    if result is None:
+        return sections.limited(PROFILE, "account", form)
     if result.session_token:
         refresh_session(sections.reread())
-    return sections.result_response(PROFILE, "account", result)
+    return sections.result_response(PROFILE, "account", result, None if result.ok else form)
 
 
 @bp.post("/language", endpoint="language")
