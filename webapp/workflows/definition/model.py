@@ -14,17 +14,10 @@ from typing import Any, Literal
 
 from webapp.eventstore.records import Event
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.controls import (
-    ONE_RUN,
-    CancelOn,
-    Limit,
-    Overlap,
-    Quiet,
-    Rate,
-    Rates,
-)
+from webapp.workflows.definition.controls import ONE_RUN, CancelOn, Limit, Overlap
 from webapp.workflows.definition.errors import DefinitionError as DefinitionError  # re-exported
 from webapp.workflows.definition.fingerprint import fingerprint, shape
+from webapp.workflows.definition.rates import Quiet, Rate, Rates
 
 # -- triggers -------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from webapp.workflows.engine import heartbeat
 from webapp.workflows.engine.run_controls import with_controls
 from webapp.workflows.engine.run_state import RunResult
 from webapp.workflows.interpreter import json_safe, resolve
-from webapp.workflows.store import definitions, pauses, runs, slots, start_signal
+from webapp.workflows.store import child_events, definitions, pauses, runs, slots, start_signal
 from webapp.workflows.store import run_events as ev
 
 
@@ -48,7 +48,7 @@ def start(ctx: RunContext, step: Step, token: str) -> str | None:
     if child_wf is None:
         raise LookupError(f"run_workflow: workflow {inner.workflow!r} is not registered")
     value = json_safe(resolve(inner.input, ctx), step.name)
-    child_id = ev.child_run_id(ctx.run_id, ctx.step_index, ctx.attempt)
+    child_id = child_events.child_run_id(ctx.run_id, ctx.step_index, ctx.attempt)
     with db.transaction() as conn:
         row = runs.owned(conn, ctx.tenant_id, ctx.run_id, token)
         if row is None:
@@ -65,7 +65,7 @@ def start(ctx: RunContext, step: Step, token: str) -> str | None:
                 attempt=1,
                 lease_until=heartbeat.lease_until(),
             )
-        payload = ev.child_started(
+        payload = child_events.child_started(
             ctx.workflow_name,
             ctx.step_index,
             ctx.attempt,

@@ -137,10 +137,11 @@ def continue_runs(tenant_id: str, states: list[RunState], handoff: Handoff | Non
     slow: list[RunState] = []
     for st in states:
         (quick if run_loop.quick(st) else slow).append(st)
-    if handoff is not None:
+    if handoff is not None:  # only a run whose next step is cheap goes on here
         for st in slow:
-            handoff(tenant_id, st.run_id, st.token)
-        slow = []
+            if not run_loop.stops_next(st):
+                handoff(tenant_id, st.run_id, st.token)
+        slow = [st for st in slow if run_loop.stops_next(st)]
     kept = quick + slow
     # every lease renewed until its run is done: a slow run waits its turn here
     with heartbeat.heartbeat(tenant_id, [(st.run_id, st.token) for st in kept]):

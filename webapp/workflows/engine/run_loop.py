@@ -31,7 +31,14 @@ from webapp.eventstore import NewEvent, get_event
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.children import child_step
 from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.model import Retry, Return, Step, Wait, WaitForEvent
+from webapp.workflows.definition.model import (
+    Retry,
+    Return,
+    RunWorkflow,
+    Step,
+    Wait,
+    WaitForEvent,
+)
 from webapp.workflows.engine import children, heartbeat, stops, suspensions, transient
 from webapp.workflows.engine.run_state import RunResult, RunState, Stop
 from webapp.workflows.interpreter import (
@@ -63,6 +70,19 @@ def quick(state: RunState) -> bool:
     """Whether the run's continuation reaches its next stop without a commit in
     between (so a batch can finish it in memory and commit it with others)."""
     return _quick_from(state.wf.steps, state.step_index)
+
+
+def stops_next(state: RunState) -> bool:
+    """Whether the run's next step is a suspension that commits by itself and
+    runs no user code first (a wait for an event, starting a child): cheap to
+    run where it was claimed, not worth a hand-off to another job."""
+    i = state.step_index
+    if i >= len(state.wf.steps):
+        return False
+    step = state.wf.steps[i]
+    return isinstance(step, WaitForEvent) or (
+        isinstance(step, RunWorkflow) and not callable(step.input)
+    )
 
 
 def load_state(tenant_id: str, run_id: str, token: str) -> RunState | None:

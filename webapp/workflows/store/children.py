@@ -23,7 +23,7 @@ from webapp.eventstore import ANY, Event, NewEvent, StreamId, append, get_event
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition import match as matchmod
 from webapp.workflows.definition.children import spawned
-from webapp.workflows.store import rows
+from webapp.workflows.store import child_events, rows
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import OPEN
 from webapp.workflows.store.tables import workflow_runs
@@ -82,7 +82,9 @@ def _tell_parents(conn: Connection, child_ids: list[str]) -> None:
     for r in conn.execute(q).all():
         started = get_event(conn, str((r.trigger_event_ref or {}).get("eventId", "")))
         step = int(started.payload.get("stepIndex", 0)) if started is not None else 0
-        payload = ev.child_settled(r.workflow_name, r.run_id, r.parent_run_id, step, str(r.status))
+        payload = child_events.child_settled(
+            r.workflow_name, r.run_id, r.parent_run_id, step, str(r.status)
+        )
         append(conn, _stream(r.tenant_id, r.run_id), [NewEvent(ev.CHILD_SETTLED, payload)], ANY)
 
 

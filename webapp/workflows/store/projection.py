@@ -28,7 +28,7 @@ from sqlalchemy import Connection, delete, insert, or_, select, update
 from webapp import clock
 from webapp.eventstore import Event, register_inline
 from webapp.workflows.definition import catalog
-from webapp.workflows.store import children, pending, rows, slots, sql, wake_signal
+from webapp.workflows.store import children, control_rows, pending, rows, slots, sql, wake_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
@@ -83,7 +83,7 @@ def apply(
             cleared.setdefault(e.tenant_id, set()).add(e.aggregate_id)
             make = rows.started_row if e.type == ev.RUN_STARTED else rows.queued_row
             started.append(make(e, now))
-            controls = rows.control_rows(e)
+            controls = control_rows.control_rows(e)
             for row in controls:
                 new_rows[(*key, row["step_index"])] = row
             if controls:

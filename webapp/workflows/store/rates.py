@@ -23,8 +23,8 @@ from sqlalchemy import Connection, select
 from webapp import clock, db
 from webapp.eventstore import NewEvent, StreamId, append, read_all
 from webapp.workflows.definition import catalog
-from webapp.workflows.definition.controls import Rate
 from webapp.workflows.definition.model import Workflow
+from webapp.workflows.definition.rates import Rate
 from webapp.workflows.store import rate_events, slots, start_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import RunStatus

@@ -73,60 +73,6 @@ def pending_row(e: Event, fingerprint: str | None) -> dict[str, Any]:
     )
 
 
-def control_rows(e: Event) -> list[dict[str, Any]]:
-    """The pending rows of a new run's controls (run-started / run-queued):
-    its deadline, due then, and one never-due row per cancel-on event, woken
-    like a wait-for-event's (`pending.wake_matching`)."""
-    p = e.payload
-    base = dict(
-        tenant_id=e.tenant_id,
-        run_id=e.aggregate_id,
-        workflow_name=p["workflowName"],
-        retry_attempt=None,
-        definition_fingerprint=p["definitionFingerprint"],
-        trigger_event_type=None,
-        trigger_event_ref=None,
-    )
-    out = []
-    if e.type == ev.RUN_QUEUED and p.get("startAt"):  # throttled or debounced: its start
-        out.append(
-            dict(
-                base,
-                step_index=ev.START_STEP,
-                suspension_event_type=ev.START,
-                wake_at=datetime.fromisoformat(p["startAt"]),
-                wait_event_type=None,
-                match_expr=None,
-                after_position=None,
-            )
-        )
-    if p.get("deadlineAt"):
-        out.append(
-            dict(
-                base,
-                step_index=ev.DEADLINE_STEP,
-                suspension_event_type=ev.DEADLINE,
-                wake_at=datetime.fromisoformat(p["deadlineAt"]),
-                wait_event_type=None,
-                match_expr=None,
-                after_position=None,
-            )
-        )
-    for i, c in enumerate(p.get("cancelOn") or ()):
-        out.append(
-            dict(
-                base,
-                step_index=ev.CANCEL_ON_STEP - i,
-                suspension_event_type=ev.CANCEL_ON,
-                wake_at=NEVER,
-                wait_event_type=c["eventType"],
-                match_expr=c.get("match"),
-                after_position=int(p.get("triggerPosition", 0)),
-            )
-        )
-    return out
-
-
 def suspended_values(e: Event, now: datetime) -> dict[str, Any]:
     values: dict[str, Any] = dict(
         status=RunStatus.SUSPENDED,

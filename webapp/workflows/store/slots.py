@@ -233,17 +233,43 @@ def after_settle(conn: Connection, settled: Sequence[Event], active_only: bool =
             c.run_id.in_(ids), c.concurrency_key.is_not(None)
         )
     )
-    scope = db.tx_scope(conn).setdefault("workflows.refills", set())
-    for tenant_id, workflow, ckey in rows:
-        key = (tenant_id, workflow, ckey)
-        if key not in scope:
-            scope.add(key)
-            db.before_commit(conn, functools.partial(_refill_once, conn, key))
+    scope = db.tx_scope(conn)
+    keys = scope.get(_REFILLS)
+    if keys is None:
+        keys = scope[_REFILLS] = set()
+        db.before_commit(conn, functools.partial(_refill_keys, conn))
+    keys.update((tenant_id, workflow, ckey) for tenant_id, workflow, ckey in rows)
 
 
-def _refill_once(conn: Connection, key: Key) -> None:
-    db.tx_scope(conn).get("workflows.refills", set()).discard(key)
-    refill(conn, key)
+_REFILLS = "workflows.refills"
+
+
+def _refill_keys(conn: Connection) -> None:
+    """Refill the keys this transaction freed slots of, just before it
+    commits: those with queued runs, found in one read (a limit that is
+    never reached costs that read, not a lock and two counts per key), and
+    every key of a `slot="active"` limit (its held resumes). Safe without the
+    keys' locks: this transaction holds the append lock, which every
+    admission that queues a run takes first."""
+    keys = sorted(db.tx_scope(conn).pop(_REFILLS, set()))
+    if not keys:
+        return
+    c = workflow_runs.c
+    waiting = {
+        (t, w, k)
+        for t, w, k in conn.execute(
+            select(c.tenant_id, c.workflow_name, c.concurrency_key)
+            .where(
+                tuple_(c.tenant_id, c.workflow_name, c.concurrency_key).in_(keys),
+                c.status == RunStatus.QUEUED,
+            )
+            .distinct()
+        )
+    }
+    for key in keys:
+        limit = limit_for(key[1])
+        if key in waiting or (limit is not None and limit.slot == "active"):
+            refill(conn, key)
 
 
 def keys_with_queued(conn: Connection, tenant_id: str) -> list[Key]:
