@@ -62,6 +62,9 @@ def _dev_env(tmp_path: Path, port: int, web_workers: int = 1) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
     env.update(
         INSTANCE_PATH=str(tmp_path / "i"),  # embedded Redis on a short socket path
+        # its own metrics directory: `make run` starts by clearing the one it
+        # uses, which must not be the test session's (later tests count in it)
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
         DATABASE_URL=f"sqlite:///{tmp_path / 'dev.db'}",
         PORT=str(port),
         WEB_CONCURRENCY=str(web_workers),
