@@ -37,6 +37,12 @@ def lookback(
         after = page[-1].position
 
 
+def _row(tenant_id: str, run_id: str, step_index: int) -> Any:
+    """The pending row of this run's step (or control, below step 0)."""
+    c = workflow_run_pending.c
+    return (c.tenant_id == tenant_id) & (c.run_id == run_id) & (c.step_index == step_index)
+
+
 def wake(conn: Connection, tenant_id: str, run_id: str, step_index: int, e: Event) -> bool:
     """Point a waiting pending row at the event it awaited and make it due now
     (signalled after commit). The first matching event wins; False when the
@@ -45,12 +51,8 @@ def wake(conn: Connection, tenant_id: str, run_id: str, step_index: int, e: Even
     woken = bool(
         conn.execute(
             update(workflow_run_pending)
-            .where(
-                workflow_run_pending.c.tenant_id == tenant_id,
-                workflow_run_pending.c.run_id == run_id,
-                workflow_run_pending.c.step_index == step_index,
-                workflow_run_pending.c.trigger_event_ref.is_(None),
-            )
+            .where(_row(tenant_id, run_id, step_index))
+            .where(workflow_run_pending.c.trigger_event_ref.is_(None))
             .values(trigger_event_type=e.type, trigger_event_ref=e.ref, wake_at=now)
         ).rowcount
     )
@@ -101,11 +103,7 @@ def hold(conn: Connection, tenant_id: str, run_id: str, step_index: int) -> None
     kept, not due, until a refill of its key releases it."""
     conn.execute(
         update(workflow_run_pending)
-        .where(
-            workflow_run_pending.c.tenant_id == tenant_id,
-            workflow_run_pending.c.run_id == run_id,
-            workflow_run_pending.c.step_index == step_index,
-        )
+        .where(_row(tenant_id, run_id, step_index))
         .values(wake_at=rows.SLOT_WAIT)
     )
 
@@ -133,11 +131,7 @@ def release_held(conn: Connection, key: tuple[str, str, str], n: int) -> int:
     for tenant_id, run_id, step_index in found:
         conn.execute(
             update(workflow_run_pending)
-            .where(
-                workflow_run_pending.c.tenant_id == tenant_id,
-                workflow_run_pending.c.run_id == run_id,
-                workflow_run_pending.c.step_index == step_index,
-            )
+            .where(_row(tenant_id, run_id, step_index))
             .values(wake_at=now)
         )
         wake_signal.signal(conn, tenant_id, run_id, step_index, now)
