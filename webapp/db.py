@@ -210,19 +210,42 @@ def transaction() -> Iterator[Connection]:
                     conn.info["before_commit"].pop(0)()
         finally:
             _current.reset(token)
-        deferred = conn.info.pop("after_commit", [])
-        hooks = list(_after_commit_hooks) if conn.info.pop("events_appended", 0) else []
-        for fn in [*deferred, *((lambda h=h: h(conn)) for h in hooks)]:
-            try:
-                fn()
-            except Exception:  # work after commit never fails the caller
-                log.exception("after-commit callback failed")
+        _committed(conn)
     finally:
-        conn.info.pop("events_appended", None)
-        conn.info.pop("after_commit", None)
-        conn.info.pop("before_commit", None)
-        conn.info.pop("tx_scope", None)
+        _forget_transaction(conn)
         conn.close()
+
+
+@contextmanager
+def statement_commits() -> Iterator[Connection]:
+    """PostgreSQL only: a connection on which every statement is its own
+    transaction (no BEGIN, no COMMIT: one round trip), for a write that is
+    a single statement with nothing else bound to it (`publish` of an event
+    no inline projection reads). After-commit work runs as for `transaction()`."""
+    if _readers is None or is_sqlite(_readers):
+        raise RuntimeError("statement_commits() needs the PostgreSQL engine")
+    conn = _readers.connect()
+    try:
+        yield conn
+        _committed(conn)
+    finally:
+        _forget_transaction(conn)
+        conn.close()
+
+
+def _committed(conn: Connection) -> None:
+    deferred = conn.info.pop("after_commit", [])
+    hooks = list(_after_commit_hooks) if conn.info.pop("events_appended", 0) else []
+    for fn in [*deferred, *((lambda h=h: h(conn)) for h in hooks)]:
+        try:
+            fn()
+        except Exception:  # work after commit never fails the caller
+            log.exception("after-commit callback failed")
+
+
+def _forget_transaction(conn: Connection) -> None:
+    for key in ("events_appended", "after_commit", "before_commit", "tx_scope"):
+        conn.info.pop(key, None)
 
 
 def current_transaction() -> Connection | None:

@@ -23,11 +23,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, has_app_context
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from webapp import db
-from webapp.eventstore import ANY, Event, Metadata, NewEvent, StreamId, append
-from webapp.eventstore.tables import tenants
+from webapp.eventstore import (
+    ANY,
+    Event,
+    Metadata,
+    NewEvent,
+    StreamId,
+    UnknownTenant,
+    append,
+    has_inline,
+)
 
 MAX_NAME = 100  # event type, aggregate type
 MAX_ID = 200  # aggregate id
@@ -63,10 +71,10 @@ def _check_payload(payload: object) -> dict[str, Any]:
 def _append(
     conn: Connection, stream: StreamId, event: NewEvent, version: int, meta: Metadata
 ) -> Event:
-    known = conn.execute(select(tenants.c.id).where(tenants.c.id == stream.tenant_id)).first()
-    if known is None:
-        raise PublishError(f"unknown tenant {stream.tenant_id!r}")
-    return append(conn, stream, [event], version, meta)[0]
+    try:  # on PostgreSQL the tenant check is part of the one insert statement
+        return append(conn, stream, [event], version, meta, check_tenant=True)[0]
+    except UnknownTenant:
+        raise PublishError(f"unknown tenant {stream.tenant_id!r}") from None
 
 
 def publish(
@@ -112,5 +120,9 @@ def _publish(stream: StreamId, event: NewEvent, version: int, meta: Metadata) ->
     conn = db.current_transaction()
     if conn is not None:  # joins the caller's transaction: commits with it
         return _append(conn, stream, event, version, meta)
+    if not db.is_sqlite(db.get_engine()) and not has_inline(event.type):
+        # Nothing else is written with it: the insert commits by itself.
+        with db.statement_commits() as conn:
+            return _append(conn, stream, event, version, meta)
     with db.transaction() as conn:
         return _append(conn, stream, event, version, meta)

@@ -19,7 +19,7 @@ from tests.support.accounts import PASSWORD, register, user_row
 from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts import users
-from webapp.eventstore.store import read_stream
+from webapp.eventstore.reads import read_stream
 from webapp.mail.outbox.jobs import sweep_outbox
 from webapp.tracing import otel
 from webapp.workflows.dispatch.sweep import resume_due_runs

@@ -1,5 +1,14 @@
 """The event-sourced core. Imports nothing from the features built on it."""
 
+from webapp.eventstore.positions import safe_position
+from webapp.eventstore.reads import (
+    get_event,
+    get_events,
+    head_position,
+    read_all,
+    read_stream,
+)
+from webapp.eventstore.records import UnknownTenant
 from webapp.eventstore.store import (
     ANY,
     Event,
@@ -9,12 +18,8 @@ from webapp.eventstore.store import (
     VersionConflict,
     append,
     append_many,
-    get_event,
-    get_events,
-    head_position,
+    has_inline,
     hold_append_lock,
-    read_all,
-    read_stream,
     register_inline,
     stream_version,
 )
@@ -25,15 +30,18 @@ __all__ = [
     "Metadata",
     "NewEvent",
     "StreamId",
+    "UnknownTenant",
     "VersionConflict",
     "append",
     "append_many",
     "get_event",
     "get_events",
+    "has_inline",
     "head_position",
     "hold_append_lock",
     "read_all",
     "read_stream",
     "register_inline",
+    "safe_position",
     "stream_version",
 ]

@@ -47,3 +47,63 @@ def insert_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
     cannot hold fails here as it would there."""
     encoded = [{**r, "recorded_at": instant(r["recorded_at"])} for r in rows]
     conn.execute(_INSERT_EVENTS, {"rows": json.dumps(encoded)})
+
+
+# PostgreSQL appends. Positions come from `event_position()` (migration
+# 0016): drawn n at a time, sorted and paired with the rows by their `ord`,
+# so a stream's versions and positions rise together whatever order the
+# server evaluates the draws in.
+_DRAWN = (
+    "p AS (SELECT event_position() AS position FROM {source} generate_series(1, CAST(:n AS int))),"
+    " ps AS (SELECT position, row_number() OVER (ORDER BY position) AS ord FROM p)"
+)
+_ROWS = (
+    "json_to_recordset(CAST(:rows AS json)) AS r(ord bigint, id text, type text,"
+    " payload json, metadata json, recorded_at timestamptz"
+)
+_TARGET = (
+    "INSERT INTO events (position, id, tenant_id, aggregate_type, aggregate_id, version,"
+    " type, payload, metadata, recorded_at)"
+)
+# One stream: the version check (and, for a publish, the tenant check) in the
+# same statement, so a single-event append is one statement and the commit.
+_APPEND_STREAM = (
+    "WITH cur AS (SELECT coalesce(max(version), 0) AS v FROM events"
+    " WHERE tenant_id = :tenant_id AND aggregate_type = :aggregate_type"
+    " AND aggregate_id = :aggregate_id),"
+    " ok AS (SELECT v FROM cur WHERE (CAST(:expected AS int) < 0 OR v = CAST(:expected AS int))"
+    " AND (NOT CAST(:check_tenant AS boolean)"
+    " OR EXISTS (SELECT 1 FROM tenants WHERE id = :tenant_id))), "
+    + _DRAWN.format(source="ok,")
+    + " "
+    + _TARGET
+    + " SELECT ps.position, r.id, :tenant_id, :aggregate_type, :aggregate_id, ok.v + r.ord,"
+    " r.type, r.payload, r.metadata, r.recorded_at FROM "
+    + _ROWS
+    + ") JOIN ps ON ps.ord = r.ord CROSS JOIN ok"
+)
+APPEND_ONE = text(
+    _APPEND_STREAM
+    + " ON CONFLICT (tenant_id, aggregate_type, aggregate_id, version) DO NOTHING"
+    + " RETURNING position, version"
+)
+APPEND_STREAM = text(_APPEND_STREAM + " RETURNING id, position, version")
+# Many streams, versions checked by the caller (the unique constraint backs it).
+INSERT_MANY = text(
+    "WITH "
+    + _DRAWN.format(source="")
+    + " "
+    + _TARGET
+    + " SELECT ps.position, r.id, r.tenant_id, r.aggregate_type, r.aggregate_id, r.version,"
+    " r.type, r.payload, r.metadata, r.recorded_at FROM "
+    + _ROWS
+    + ", tenant_id text, aggregate_type text, aggregate_id text, version int)"
+    " JOIN ps ON ps.ord = r.ord RETURNING id, position"
+)
+
+
+def encode_rows(rows: list[dict[str, Any]]) -> str:
+    """Rows for the statements above, numbered by `ord` in the given order."""
+    return json.dumps(
+        [{**r, "ord": i + 1, "recorded_at": instant(r["recorded_at"])} for i, r in enumerate(rows)]
+    )

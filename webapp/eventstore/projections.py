@@ -20,17 +20,9 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from webapp import clock, db
-from webapp.eventstore.store import (
-    ANY,
-    Event,
-    Metadata,
-    NewEvent,
-    StreamId,
-    append,
-    get_event,
-    head_position,
-    read_all,
-)
+from webapp.eventstore.positions import held_back, safe_position
+from webapp.eventstore.reads import get_event, head_position, read_all
+from webapp.eventstore.store import ANY, Event, Metadata, NewEvent, StreamId, append
 from webapp.eventstore.tables import events, parked_events, projection_cursors
 
 log = logging.getLogger(__name__)
@@ -81,6 +73,11 @@ def get(name: str) -> AsyncProjection:
         raise LookupError(f"no projection named {name!r}") from None
 
 
+# A cursor with nothing to apply moves up to the safe position once this far behind.
+SKIP_AHEAD = 1000
+HELD_BACK_RETRY = timedelta(milliseconds=200)
+
+
 def backoff(attempts: int) -> timedelta:
     """1 s, 2 s, 4 s ... capped at 5 minutes."""
     return timedelta(seconds=min(2 ** max(attempts - 1, 0), 300))
@@ -129,6 +126,10 @@ def run_projection(p: AsyncProjection, batch: int = 200, max_attempts: int = 5) 
     """Apply everything pending for one projection; stop early on a retryable failure."""
     result = RunResult()
     while True:
+        # Outside the transaction below: it locks its cursor, which gives it
+        # a transaction id, and holes older than that id would not resolve.
+        with db.reading() as rconn:
+            safe = safe_position(rconn)
         with db.transaction() as conn:
             ensure_cursor(conn, p)
             cur = _lock_cursor(conn, p.name)
@@ -136,10 +137,12 @@ def run_projection(p: AsyncProjection, batch: int = 200, max_attempts: int = 5) 
             if cur.retry_at is not None and cur.retry_at > now:
                 result.retry_at = cur.retry_at
                 return result
-            pending = read_all(conn, cur.position, p.event_types, limit=batch)
+            pending = read_all(conn, cur.position, p.event_types, limit=batch, upto=safe)
             if not pending:
-                if cur.retry_at is not None:
-                    conn.execute(_cursor_update(p.name, cur.position, 0, None, None))
+                # Nothing of its types up to `safe`: move on (far enough to be
+                # worth a write), so the next read starts there.
+                if cur.retry_at is not None or safe - cur.position > SKIP_AHEAD:
+                    conn.execute(_cursor_update(p.name, max(cur.position, safe), 0, None, None))
                 return result
             position, attempts = cur.position, cur.attempts
             for i, event in enumerate(pending):
@@ -173,6 +176,8 @@ def run_projection(p: AsyncProjection, batch: int = 200, max_attempts: int = 5) 
                     continue
                 position, attempts = event.position, 0
                 result.applied += 1
+            if len(pending) < batch:
+                position = max(position, safe)
             conn.execute(_cursor_update(p.name, position, 0, None, None))
             if len(pending) < batch:
                 return result
@@ -231,6 +236,10 @@ def run_all(max_attempts: int = 5) -> RunResult:
         total.parked += r.parked
         if r.retry_at and (total.retry_at is None or r.retry_at < total.retry_at):
             total.retry_at = r.retry_at
+    with db.reading() as conn:
+        if held_back(conn):  # an event waits behind a writer in flight: come back
+            soon = clock.now() + HELD_BACK_RETRY
+            total.retry_at = min(total.retry_at or soon, soon)
     return total
 
 

@@ -25,6 +25,14 @@ class VersionConflict(Exception):
         self.actual = actual
 
 
+class UnknownTenant(LookupError):
+    """An append that must land in an existing tenant named one that is not."""
+
+    def __init__(self, tenant_id: str) -> None:
+        super().__init__(f"unknown tenant {tenant_id!r}")
+        self.tenant_id = tenant_id
+
+
 @dataclass(frozen=True)
 class StreamId:
     tenant_id: str

@@ -73,9 +73,9 @@ def for_event(ctx: RunContext, wf: Workflow, step: WaitForEvent, token: str) -> 
 def look_back(ctx: RunContext, event_type: str, expr: object) -> bool:
     """Event before wait: the awaited event may have landed any time after the
     trigger, before this wait's pending row existed. This scan runs after the
-    suspension committed (and outside the append lock): an event committed
-    before it is visible here, one committed after it finds the pending row in
-    the wake-up projection. Scans from the trigger event (or the last awaited
+    suspension committed: an event committed before it is visible here, one
+    committed after it finds the pending row inline or in the wake-up
+    projection's net (`triggers.wakeups`). Scans from the trigger event (or the last awaited
     event this run consumed), not from run-started."""
     after = max(int(ctx.trigger.position), int(ctx.results.get(ev.CONSUMED, 0)))
     with db.reading() as conn:

@@ -1,8 +1,9 @@
 """The last tick each cron workflow fired, per tenant (`workflow_cron_ticks`):
 an inline read model of `workflow.cron-ticked`, so it commits with the tick.
 A catch-up after downtime fires the schedule's ticks after it; a backfill of
-old ticks never moves it back. Every tick takes the append lock first, so
-two ticks of one workflow never write it at once."""
+old ticks never moves it back. Every tick takes the event store's append
+lock first (`triggers.cron`), so two ticks of one workflow never write it at
+once."""
 
 from __future__ import annotations
 

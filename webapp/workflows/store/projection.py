@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, or_, select, update
 
-from webapp import clock
+from webapp import clock, db
 from webapp.eventstore import Event, register_inline
 from webapp.workflows.definition import catalog
 from webapp.workflows.store import children, control_rows, pending, rows, slots, sql, wake_signal
@@ -204,9 +204,22 @@ def _controlled_only(gone: dict[str, set[str]], settling: list[Event]) -> dict[s
 
 def _look_back(conn: Connection, e: Event) -> None:
     """Cancel-on event before start: one that came after the trigger, before
-    this run existed, wakes its row now. Inside the append that creates the
-    run, under the append lock: an event committed before it is seen here, one
-    committed after it wakes the row inline (`pending.wake_matching`)."""
+    this run existed, wakes its row now. Here, inside the append that creates
+    the run, for the events committed before it; and again once it has
+    committed, for one committed meanwhile, whose inline wake-up could not see
+    the row yet (`pending.wake_matching`). An event committed after that finds
+    the row, inline or through the async net, which reads every event once its
+    writer has ended (the safe position)."""
+    _look_back_now(conn, e)
+    db.after_commit(conn, lambda: _look_back_committed(e))
+
+
+def _look_back_committed(e: Event) -> None:
+    with db.transaction() as conn:
+        _look_back_now(conn, e)
+
+
+def _look_back_now(conn: Connection, e: Event) -> None:
     after = int(e.payload.get("triggerPosition", 0))
     for i, c in enumerate(e.payload.get("cancelOn") or ()):
         found = pending.lookback(conn, e.tenant_id, c["eventType"], after, c.get("match"))

@@ -249,11 +249,12 @@ def _refill_keys(conn: Connection) -> None:
     commits: those with queued runs, found in one read (a limit that is
     never reached costs that read, not a lock and two counts per key), and
     every key of a `slot="active"` limit (its held resumes). Safe without the
-    keys' locks: this transaction holds the append lock, which every
-    admission that queues a run takes first."""
+    keys' locks: this transaction takes the append lock first, which every
+    admission that queues a run takes before it, so none is in flight."""
     keys = sorted(db.tx_scope(conn).pop(_REFILLS, set()))
     if not keys:
         return
+    hold_append_lock(conn)
     c = workflow_runs.c
     waiting = {
         (t, w, k)

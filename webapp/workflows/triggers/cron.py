@@ -10,8 +10,9 @@ The policies declared on the workflow (`definition.controls.cron_policies`):
   "skip" records the tick as a skipped run (`workflow.run-skipped`, reason
   "overlap"); "buffer_one" queues it when nothing is queued yet (the slots of
   a limit of one, `Workflow.slot_limit`, start it when the open run settles)
-  and skips it otherwise; "allow" starts it. The decision is made after the
-  tick's append took the append lock, so two ticks never both see "none open".
+  and skips it otherwise; "allow" starts it. The decision is made under the
+  event store's append lock, taken before the tick's append, so two ticks
+  never both see "none open".
 - `catchup`: the scheduler's tick first fires, oldest first, the schedule's
   ticks after the last one that fired (`store.cron_ticks`) and within the
   window; each obeys `overlap`.
@@ -31,7 +32,7 @@ from croniter import croniter
 from sqlalchemy import Connection
 
 from webapp import clock, db, tenants
-from webapp.eventstore import NewEvent, StreamId, VersionConflict, append
+from webapp.eventstore import NewEvent, StreamId, VersionConflict, append, hold_append_lock
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import CronTrigger, Workflow
@@ -146,6 +147,7 @@ def start_cron_run(
         payload["backfill"] = True
     try:
         with db.transaction() as conn:
+            hold_append_lock(conn)
             trigger = append(
                 conn,
                 StreamId(tenant_id, TICK_STREAM, run_id),

@@ -4,13 +4,19 @@ Inline, in the transaction that appends the event (`apply`): the pending
 rows of the event's tenant waiting for that type (indexed) have their
 persisted match expression evaluated against the payload; a match sets the
 trigger columns and wake_at = now (`store.pending.wake`, which signals the
-resume after commit), so an awaited event costs one queue hop. The append lock orders this
-with every suspension: a suspension committed before the event is seen here,
-one committed after it finds the event in its look-back (`suspend`).
+resume after commit), so an awaited event costs one queue hop. A suspension
+committed before the event is seen here; one committed after it finds the
+event in its look-back, which runs once the suspension has committed
+(`engine.suspensions`). The two can pass each other only when the event
+commits after that look-back but woke inline before the suspension
+committed; the net below catches it.
 
 The rows a `cancel_on` event wakes are woken the same way (their claim
 cancels the run). Behind it, as a net, one async projection per workflow
-that declares `awaits` or `cancel_on` does the same from a durable cursor (rows already woken are skipped).
+that declares `awaits` or `cancel_on` does the same from a durable cursor
+(rows already woken are skipped). It reads an event only once its writer
+has ended (the event store's safe position), so every suspension committed
+before the event's commit is visible to it.
 A row whose expression cannot be evaluated is logged and skipped; it never
 blocks the other rows waiting on the same event.
 """
