@@ -38,7 +38,9 @@ RAW_TABLE = (
 )
 
 
-def _publisher(db_url: str, redis_url: str, instance: str, start: Any, stop: Any, out: Any) -> None:
+def _publisher(
+    db_url: str, redis_url: str, instance: str, ready: Any, start: Any, stop: Any, out: Any
+) -> None:
     from webapp import create_app
     from webapp.config import Config
     from webapp.publish import publish
@@ -55,6 +57,7 @@ def _publisher(db_url: str, redis_url: str, instance: str, start: Any, stop: Any
     with app.app_context():
         for _ in range(20):  # warm: pool, prepared statements
             publish("bench.written", "bench", str(uuid.uuid4()), {"n": 0})
+        ready.release()
         start.wait()
         n = 0
         while not stop.is_set():
@@ -63,13 +66,16 @@ def _publisher(db_url: str, redis_url: str, instance: str, start: Any, stop: Any
         out.put(n)
 
 
-def _raw(db_url: str, redis_url: str, instance: str, start: Any, stop: Any, out: Any) -> None:
+def _raw(
+    db_url: str, redis_url: str, instance: str, ready: Any, start: Any, stop: Any, out: Any
+) -> None:
     import psycopg
 
     conn = psycopg.connect(db_url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
     sql = "INSERT INTO bench_raw (id, stream, type, payload) VALUES (%s, %s, %s, %s)"
     for _ in range(20):
         conn.execute(sql, (str(uuid.uuid4()), "bench", "bench.written", json.dumps({"n": 0})))
+    ready.release()
     start.wait()
     n = 0
     while not stop.is_set():
@@ -80,11 +86,16 @@ def _raw(db_url: str, redis_url: str, instance: str, start: Any, stop: Any, out:
 
 def measure(target: Any, processes: int, args: tuple[str, str, str]) -> float:
     ctx = mp.get_context("spawn")
-    start, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=target, args=(*args, start, stop, out)) for _ in range(processes)]
+    ready, start, stop, out = ctx.Semaphore(0), ctx.Event(), ctx.Event(), ctx.Queue()
+    procs = [
+        ctx.Process(target=target, args=(*args, ready, start, stop, out)) for _ in range(processes)
+    ]
     for p in procs:
         p.start()
-    time.sleep(3.0 + processes * 0.5)  # every process connected and warmed up
+    for _ in procs:  # every process imported, connected and warmed up
+        if not ready.acquire(timeout=120):
+            raise RuntimeError("a bench process did not start")
+    time.sleep(0.5)
     start.set()
     began = time.perf_counter()
     time.sleep(SECONDS)

@@ -65,15 +65,31 @@ _TARGET = (
     "INSERT INTO events (position, id, tenant_id, aggregate_type, aggregate_id, version,"
     " type, payload, metadata, recorded_at)"
 )
-# One stream: the version check (and, for a publish, the tenant check) in the
+# One stream: the version check (and, for a publish, the tenant's) in the
 # same statement, so a single-event append is one statement and the commit.
-_APPEND_STREAM = (
+_STREAM_OK = (
     "WITH cur AS (SELECT coalesce(max(version), 0) AS v FROM events"
     " WHERE tenant_id = :tenant_id AND aggregate_type = :aggregate_type"
     " AND aggregate_id = :aggregate_id),"
     " ok AS (SELECT v FROM cur WHERE (CAST(:expected AS int) < 0 OR v = CAST(:expected AS int))"
     " AND (NOT CAST(:check_tenant AS boolean)"
-    " OR EXISTS (SELECT 1 FROM tenants WHERE id = :tenant_id))), "
+    " OR EXISTS (SELECT 1 FROM tenants WHERE id = :tenant_id)))"
+)
+# One event: plain parameters (a recordset's generic plan costs more than the
+# insert). A lost race returns no row instead of aborting the transaction.
+APPEND_ONE = text(
+    _STREAM_OK
+    + " "
+    + _TARGET
+    + " SELECT event_position(), :id, :tenant_id, :aggregate_type, :aggregate_id, ok.v + 1,"
+    " :type, CAST(:payload AS json), CAST(:metadata AS json),"
+    " CAST(:recorded_at AS timestamptz) FROM ok"
+    " ON CONFLICT (tenant_id, aggregate_type, aggregate_id, version) DO NOTHING"
+    " RETURNING position, version"
+)
+_APPEND_STREAM = (
+    _STREAM_OK
+    + ", "
     + _DRAWN.format(source="ok,")
     + " "
     + _TARGET
@@ -81,11 +97,6 @@ _APPEND_STREAM = (
     " r.type, r.payload, r.metadata, r.recorded_at FROM "
     + _ROWS
     + ") JOIN ps ON ps.ord = r.ord CROSS JOIN ok"
-)
-APPEND_ONE = text(
-    _APPEND_STREAM
-    + " ON CONFLICT (tenant_id, aggregate_type, aggregate_id, version) DO NOTHING"
-    + " RETURNING position, version"
 )
 APPEND_STREAM = text(_APPEND_STREAM + " RETURNING id, position, version")
 # Many streams, versions checked by the caller (the unique constraint backs it).
@@ -100,6 +111,17 @@ INSERT_MANY = text(
     + ", tenant_id text, aggregate_type text, aggregate_id text, version int)"
     " JOIN ps ON ps.ord = r.ord RETURNING id, position"
 )
+
+
+def one_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Parameters of APPEND_ONE for one event row."""
+    return {
+        "id": row["id"],
+        "type": row["type"],
+        "payload": json.dumps(row["payload"]),
+        "metadata": json.dumps(row["metadata"]),
+        "recorded_at": instant(row["recorded_at"]),
+    }
 
 
 def encode_rows(rows: list[dict[str, Any]]) -> str:

@@ -107,9 +107,11 @@ def _append_drawn(
         "aggregate_id": stream.aggregate_id,
         "expected": expected,
         "check_tenant": check,
-        "n": len(rows),
-        "rows": bulk.encode_rows(rows),
     }
+    if len(rows) == 1:
+        params.update(bulk.one_row(rows[0]))
+    else:
+        params.update(n=len(rows), rows=bulk.encode_rows(rows))
     for _ in range(ANY_ATTEMPTS):
         if len(rows) == 1:  # ON CONFLICT DO NOTHING: a lost race returns no row
             got: dict[str, Any] = {
