@@ -6,7 +6,12 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench install clean
+.PHONY: run test lint typecheck bench bench-anchors install clean
+
+# DBOS for `make bench-anchors` only, in a venv of its own (never the product's).
+DBOS_VERSION ?= 3.4.0
+DBOS_VENV ?= $(if $(filter python3,$(PYTHON)),bench/.venv-dbos,bench/.venv-dbos-$(notdir $(PYTHON)))
+DBOS_STAMP := $(DBOS_VENV)/.installed-$(DBOS_VERSION)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -42,5 +47,17 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.metrics_web
 	$(BIN)/python -m bench.admin
 
+$(DBOS_STAMP):
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(DBOS_VENV)
+	$(DBOS_VENV)/bin/pip install --quiet --upgrade pip
+	$(DBOS_VENV)/bin/pip install --quiet 'dbos==$(DBOS_VERSION)'
+	@touch $(DBOS_STAMP)
+
+# Side by side with DBOS on the same PostgreSQL, in one run (docs/performance.md).
+# Not part of `make bench` or `make test`.
+bench-anchors: $(STAMP) $(DBOS_STAMP)
+	ANCHORS_DBOS_PYTHON=$(DBOS_VENV)/bin/python $(BIN)/python -m bench.anchors
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(DBOS_VENV) .mypy_cache .ruff_cache .pytest_cache
