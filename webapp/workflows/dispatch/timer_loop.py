@@ -9,8 +9,10 @@ waits on and turns into that event); a due member is claimed with ZREM, so of se
 enqueues its resume. Every `LEASE_CHECK_S` it also looks for running runs
 whose lease expired and enqueues `advance` for them.
 
-The database stays the truth: when Redis loses the set, the minute sweep
-(`sweep`) still finds every due pending row.
+The database stays the truth: when Redis loses the set (flushed, restarted
+empty), the next lease check notices its marker is gone and rebuilds it from
+the pending rows (`timer_reload`), so timers resume within about a second of
+the loss; the minute sweep (`sweep`) still finds every due pending row.
 """
 
 from __future__ import annotations
@@ -28,14 +30,14 @@ from webapp import clock, db, tenants
 from webapp.health import liveness
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
-from webapp.workflows.dispatch import signals
+from webapp.workflows.dispatch import signals, timer_reload
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.store import queries
 from worker import job_paths
 
 log = logging.getLogger("webapp.workflows")
 
-LEASE_CHECK_S = 2.0
+LEASE_CHECK_S = 0.5
 MAX_SLEEP_S = 1.0
 BATCH = 200
 
@@ -109,6 +111,8 @@ def loop(stop: threading.Event, poked: threading.Event | None = None) -> None:
             fire_due(r, now_ms, stop)
             if time.monotonic() >= next_lease_check:
                 next_lease_check = time.monotonic() + LEASE_CHECK_S
+                if timer_reload.reload_if_lost(r):
+                    fire_due(r, now_ms, stop)
                 for tenant_id, run_id in expired_leases():
                     if stop.is_set():
                         break
