@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 
 from tests.support.accounts import PASSWORD, login
 from tests.support.web import csrf_token, post
+from webapp import create_app
 
 
 def _signed_in(client: FlaskClient) -> bool:
@@ -95,3 +96,27 @@ def test_a_deletion_request_ends_every_other_session_but_this_one(
     r = post(client, "/profile/cancel-deletion")
     assert r.status_code == 200
     assert "Cancel deletion" not in client.get("/profile").get_data(as_text=True)
+
+
+def test_a_session_ended_in_one_process_is_refused_by_another_at_once(
+    app: Flask, client: FlaskClient, user: Any, make_config: Any
+) -> None:
+    """Two app instances on one database (two gunicorn workers): "Sign out other
+    sessions" in one ends a session the other had just served its kept page to,
+    on that session's very next request (nothing of the session is cached)."""
+    elsewhere = create_app(make_config())
+    other = elsewhere.test_client()
+    assert login(other, "ada@example.com").status_code == 302
+    for _ in range(2):  # rendered, then served from the kept page
+        assert _signed_in(other)
+    assert post(client, "/profile/sessions").status_code == 200
+    assert not _signed_in(other)
+    assert other.get("/profile", headers={"HX-Request": "true"}).status_code == 401
+    # And signing out in the other process: this browser's copy is refused here.
+    copy = _with_cookie(app, "session", client.get_cookie("session").value)  # type: ignore[union-attr]
+    assert _signed_in(copy)
+    moved = elsewhere.test_client()
+    moved.set_cookie("session", client.get_cookie("session").value)  # type: ignore[union-attr]
+    assert _signed_in(moved)
+    _sign_out(moved)
+    assert not _signed_in(copy) and not _signed_in(client)

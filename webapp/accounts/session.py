@@ -36,6 +36,11 @@ class _LoginManager(LoginManager):  # type: ignore[misc]
         )
 
 
+# Pages whose plain GET lists the user's devices: their session check reads every
+# live sign-in of the user with the user, one statement for both (`User.sign_ins`).
+WITH_SIGN_INS = frozenset({"profile.show"})
+
+
 def load_session_user(session_id: str) -> User | None:
     """Flask-Login's loader, once per request: the user, token and a live sign-in
     must all match. The user it returns is this request's copy of the row
@@ -44,12 +49,14 @@ def load_session_user(session_id: str) -> User | None:
     if not user_id or not token or not secret:
         return None
     with db.reading() as conn:
-        user = signins.live_user(conn, user_id, secret)
+        if request.method == "GET" and request.endpoint in WITH_SIGN_INS:
+            user = signins.live_user_with_sign_ins(conn, user_id, secret)
+        else:
+            user = signins.live_user(conn, user_id, secret)
     if user is None or not secrets.compare_digest(user.session_token, token):
         return None
     user = dataclasses.replace(user, sign_in=secret)
-    signins.keep_alive(user)  # "last active" of Your devices: a write a minute at most
-    return user
+    return signins.keep_alive(user)  # "last active" of Your devices: a write a minute at most
 
 
 def signed_in_user() -> User:

@@ -39,7 +39,7 @@ from webapp.accounts.credentials import hasher
 from webapp.accounts.result import Result
 from webapp.accounts.stream import RowChange, append_to, change, unsealed
 from webapp.accounts.tables import user_sessions, users
-from webapp.accounts.users import User, find_by_email, from_row, get_user
+from webapp.accounts.users import SignIn, User, find_by_email, from_row, get_user
 from webapp.eventstore import Event, VersionConflict
 from webapp.tenants import DEFAULT_TENANT
 
@@ -107,13 +107,14 @@ def digest_of(secret: str) -> str:
     return _digest(secret)
 
 
-def keep_alive(user: User) -> None:
+def keep_alive(user: User) -> User:
     """Move "last active" of the signed-in user's sign-in, once a minute at most
-    (the session check read when it last moved)."""
+    (the session check read when it last moved); `user` as it is after that (its
+    `sign_ins`, when read, show the move)."""
     now = clock.now()
     seen = user.sign_in_active_at
     if not user.sign_in or (seen is not None and now - seen < ACTIVE_EVERY):
-        return
+        return user
     c = user_sessions.c
     with db.transaction() as conn:
         conn.execute(
@@ -124,6 +125,13 @@ def keep_alive(user: User) -> None:
             )
             .values(last_active_at=now)
         )
+    if user.sign_ins is None:
+        return user
+    mine = _digest(user.sign_in)
+    moved = tuple(
+        dataclasses.replace(r, last_active_at=now) if r.digest == mine else r for r in user.sign_ins
+    )
+    return dataclasses.replace(user, sign_in_active_at=now, sign_ins=moved)
 
 
 # The session check of every signed-in request, built once: the user, if the
@@ -150,6 +158,56 @@ def live_user(
     if r is None:
         return None
     return dataclasses.replace(from_row(r), sign_in_active_at=r.sign_in_active_at)
+
+
+# The same check for a page that lists the user's devices (Your devices): every
+# live sign-in of the user, each row carrying the user's columns, in one
+# statement; the session is live if one of the rows is this browser's.
+_LIVE_USER_AND_SIGN_INS = (
+    select(
+        _u,
+        _s.c.digest.label("sign_in_digest"),
+        _s.c.browser.label("sign_in_browser"),
+        _s.c.system.label("sign_in_system"),
+        _s.c.address.label("sign_in_address"),
+        _s.c.created_at.label("sign_in_created_at"),
+        _s.c.last_active_at.label("sign_in_last_active_at"),
+    )
+    .join(_s, and_(_s.c.tenant_id == _u.c.tenant_id, _s.c.user_id == _u.c.id))
+    .where(
+        _u.c.tenant_id == bindparam("tenant_id"),
+        _u.c.id == bindparam("user_id"),
+        _s.c.expires_at > bindparam("now", type_=_s.c.expires_at.type),
+    )
+    .order_by(_s.c.created_at.desc(), _s.c.digest)
+)
+
+
+def live_user_with_sign_ins(
+    conn: Connection, user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
+) -> User | None:
+    """`live_user`, plus every live sign-in of the user (`User.sign_ins`: digest,
+    browser, system, address, created_at, last_active_at), in one statement."""
+    params = {"tenant_id": tenant_id, "user_id": user_id, "now": clock.now()}
+    rows = conn.execute(_LIVE_USER_AND_SIGN_INS, params).all()
+    mine = _digest(secret)
+    this = next((r for r in rows if r.sign_in_digest == mine), None)
+    if this is None:
+        return None
+    sign_ins = tuple(
+        SignIn(
+            r.sign_in_digest,
+            r.sign_in_browser,
+            r.sign_in_system,
+            r.sign_in_address,
+            r.sign_in_created_at,
+            r.sign_in_last_active_at,
+        )
+        for r in rows
+    )
+    return dataclasses.replace(
+        from_row(this), sign_in_active_at=this.sign_in_last_active_at, sign_ins=sign_ins
+    )
 
 
 def end(user: User, secret: str) -> None:

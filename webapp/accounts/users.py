@@ -16,6 +16,18 @@ from webapp.tenants import DEFAULT_TENANT
 
 
 @dataclass(frozen=True)
+class SignIn:
+    """One live sign-in (a `user_sessions` row) of a user, as Your devices lists it."""
+
+    digest: str
+    browser: str | None
+    system: str | None
+    address: str | None
+    created_at: datetime
+    last_active_at: datetime | None
+
+
+@dataclass(frozen=True)
 class User:
     tenant_id: str
     id: str
@@ -36,6 +48,9 @@ class User:
     sign_in: str = field(default="", repr=False, compare=False)
     # When that sign-in was last active (moved at most once a minute: `signins.keep_alive`).
     sign_in_active_at: datetime | None = field(default=None, repr=False, compare=False)
+    # Every live sign-in of the user, when the session check read them with the
+    # user (a page listing the devices); None: not read, ask the database.
+    sign_ins: tuple[SignIn, ...] | None = field(default=None, repr=False, compare=False)
 
     # Flask-Login: the id is `<user id>:<session token>:<sign-in secret>`.
     # Rotating the session token ends every session (and remember-me cookie)

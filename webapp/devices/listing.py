@@ -9,6 +9,7 @@ anything made up, names nothing."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -19,7 +20,7 @@ from sqlalchemy import Connection, select
 from webapp import clock, db
 from webapp.accounts.signins import digest_of
 from webapp.accounts.tables import user_sessions
-from webapp.accounts.users import User
+from webapp.accounts.users import SignIn, User
 
 _s = user_sessions.c
 
@@ -43,7 +44,6 @@ class Device:
 def devices_of(conn: Connection, user: User, sign_in: str) -> list[Device]:
     """`sign_in`: this browser's secret (the session's `User.sign_in`), which
     marks "This device"."""
-    current = digest_of(sign_in) if sign_in else None
     rows = conn.execute(
         select(_s.digest, _s.browser, _s.system, _s.address, _s.created_at, _s.last_active_at)
         .where(
@@ -53,6 +53,18 @@ def devices_of(conn: Connection, user: User, sign_in: str) -> list[Device]:
         )
         .order_by(_s.created_at.desc(), _s.digest)
     )
+    return devices_from(
+        [
+            SignIn(r.digest, r.browser, r.system, r.address, r.created_at, r.last_active_at)
+            for r in rows
+        ],
+        sign_in,
+    )
+
+
+def devices_from(sign_ins: Iterable[SignIn], sign_in: str) -> list[Device]:
+    """The device list of these live sign-ins, this browser's (`sign_in`) first."""
+    current = digest_of(sign_in) if sign_in else None
     found = [
         Device(
             handle_of(r.digest),
@@ -64,7 +76,7 @@ def devices_of(conn: Connection, user: User, sign_in: str) -> list[Device]:
             r.last_active_at or r.created_at,
             r.digest == current,
         )
-        for r in rows
+        for r in sign_ins
     ]
     # This device first, then the others by when they were last active.
     return sorted(found, key=lambda d: (not d.current, -d.last_active_at.timestamp()))
@@ -79,6 +91,8 @@ class Listing:
 
     @cached_property
     def devices(self) -> list[Device]:
+        if self.user.sign_ins is not None:  # read with the session check
+            return devices_from(self.user.sign_ins, self.sign_in)
         with db.reading() as conn:
             return devices_of(conn, self.user, self.sign_in)
 
