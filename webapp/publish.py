@@ -8,8 +8,8 @@ The event is appended to the stream `aggregate_type/aggregate_id` of `tenant`.
 Inside an open `db.transaction()` it joins that transaction (it commits or
 rolls back with your other writes); otherwise it commits in a transaction of
 its own. Either way, once the transaction has committed, one projection
-dispatch is queued when a workflow's trigger or wake-up reads the event's
-type, so they see the event within moments (and the scheduler's dispatch
+dispatch is queued, so workflow triggers and wake-ups see the event within
+moments (and the scheduler's dispatch
 sweep catches up if Redis was down). Outside a transaction, on PostgreSQL,
 an event no inline projection reads is one INSERT that commits by itself.
 
@@ -37,7 +37,6 @@ from webapp.eventstore import (
     UnknownTenant,
     append,
     has_inline,
-    projections,
 )
 
 MAX_NAME = 100  # event type, aggregate type
@@ -75,10 +74,9 @@ def _append(
     conn: Connection, stream: StreamId, event: NewEvent, version: int, meta: Metadata
 ) -> Event:
     try:  # on PostgreSQL the tenant check is part of the one insert statement
-        # A dispatch only when an async projection (a workflow's trigger or
-        # wake-up net) reads the type: every process mounts the same ones.
-        wanted = projections.subscribed([event.type])
-        return append(conn, stream, [event], version, meta, wanted, check_tenant=True)[0]
+        # Always a dispatch: the process publishing may not mount the
+        # workflows (a script, another app) that read this type.
+        return append(conn, stream, [event], version, meta, check_tenant=True)[0]
     except UnknownTenant:
         raise PublishError(f"unknown tenant {stream.tenant_id!r}") from None
 
