@@ -11,27 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, text
-
-_EVENT_COLUMNS = (
-    ("position", "bigint"),
-    ("id", "text"),
-    ("tenant_id", "text"),
-    ("aggregate_type", "text"),
-    ("aggregate_id", "text"),
-    ("version", "int"),
-    ("type", "text"),
-    ("payload", "json"),
-    ("metadata", "json"),
-    ("recorded_at", "timestamptz"),
-)
-_INSERT_EVENTS = text(
-    "INSERT INTO events ({cols}) SELECT {cols} FROM json_to_recordset(CAST(:rows AS json))"
-    " AS r({defs})".format(
-        cols=", ".join(f'"{c}"' for c, _ in _EVENT_COLUMNS),
-        defs=", ".join(f'"{c}" {t}' for c, t in _EVENT_COLUMNS),
-    )
-)
+from sqlalchemy import text
 
 
 def instant(value: datetime) -> str:
@@ -39,14 +19,6 @@ def instant(value: datetime) -> str:
     if value.tzinfo is None:
         raise ValueError("naive datetime given; use webapp.clock.now()")
     return value.isoformat()
-
-
-def insert_events(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    """Insert event rows (the `events` columns) in one statement. Payload and
-    metadata are encoded like the JSON column encodes them, so a value JSON
-    cannot hold fails here as it would there."""
-    encoded = [{**r, "recorded_at": instant(r["recorded_at"])} for r in rows]
-    conn.execute(_INSERT_EVENTS, {"rows": json.dumps(encoded)})
 
 
 # PostgreSQL appends. Positions come from `event_position()` (migration
@@ -59,7 +31,7 @@ _DRAWN = (
 )
 _ROWS = (
     "json_to_recordset(CAST(:rows AS json)) AS r(ord bigint, id text, type text,"
-    " payload json, metadata json, recorded_at timestamptz"
+    " payload json, metadata json, recorded_at timestamptz{more})"
 )
 _TARGET = (
     "INSERT INTO events (position, id, tenant_id, aggregate_type, aggregate_id, version,"
@@ -95,8 +67,8 @@ _APPEND_STREAM = (
     + _TARGET
     + " SELECT ps.position, r.id, :tenant_id, :aggregate_type, :aggregate_id, ok.v + r.ord,"
     " r.type, r.payload, r.metadata, r.recorded_at FROM "
-    + _ROWS
-    + ") JOIN ps ON ps.ord = r.ord CROSS JOIN ok"
+    + _ROWS.format(more="")
+    + " JOIN ps ON ps.ord = r.ord CROSS JOIN ok"
 )
 APPEND_STREAM = text(_APPEND_STREAM + " RETURNING id, position, version")
 # Many streams, versions checked by the caller (the unique constraint backs it).
@@ -107,9 +79,8 @@ INSERT_MANY = text(
     + _TARGET
     + " SELECT ps.position, r.id, r.tenant_id, r.aggregate_type, r.aggregate_id, r.version,"
     " r.type, r.payload, r.metadata, r.recorded_at FROM "
-    + _ROWS
-    + ", tenant_id text, aggregate_type text, aggregate_id text, version int)"
-    " JOIN ps ON ps.ord = r.ord RETURNING id, position"
+    + _ROWS.format(more=", tenant_id text, aggregate_type text, aggregate_id text, version int")
+    + " JOIN ps ON ps.ord = r.ord RETURNING id, position"
 )
 
 

@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, Engine, select, text
 
 from webapp.eventstore.tables import event_counter
 
@@ -63,8 +63,8 @@ _states: dict[str, _State] = {}
 _states_lock = threading.Lock()
 
 
-def _state(conn: Connection) -> _State:
-    key = conn.engine.url.render_as_string(hide_password=True)
+def _state(engine: Engine) -> _State:
+    key = engine.url.render_as_string(hide_password=True)
     with _states_lock:
         return _states.setdefault(key, _State())
 
@@ -75,12 +75,12 @@ def forget() -> None:
         _states.clear()
 
 
-def held_back(conn: Connection) -> bool:
+def held_back(engine: Engine) -> bool:
     """Whether the last walk stopped below a committed event (behind a hole
     whose writer had not ended): a reader should come back soon."""
-    if conn.dialect.name == "sqlite":
+    if engine.dialect.name == "sqlite":
         return False
-    st = _state(conn)
+    st = _state(engine)
     return st.safe < st.top
 
 
@@ -94,7 +94,7 @@ def safe_position(conn: Connection) -> int:
             select(event_counter.c.last_position).where(event_counter.c.id == 1)
         ).scalar()
         return int(value or 0)
-    st = _state(conn)
+    st = _state(conn.engine)
     with st.lock:
         deadline = time.monotonic() + HOLE_WAIT_S
         pause = 0.0005

@@ -122,14 +122,22 @@ class RunResult:
     retry_at: datetime | None = None
 
 
-def run_projection(p: AsyncProjection, batch: int = 200, max_attempts: int = 5) -> RunResult:
-    """Apply everything pending for one projection; stop early on a retryable failure."""
+def current_safe_position() -> int:
+    """Read outside any transaction: the one that locks a cursor has a
+    transaction id, and holes older than that id would not resolve."""
+    with db.reading() as conn:
+        return safe_position(conn)
+
+
+def run_projection(
+    p: AsyncProjection, batch: int = 200, max_attempts: int = 5, safe: int | None = None
+) -> RunResult:
+    """Apply everything pending for one projection up to the safe position
+    (`safe`, else read now); stop early on a retryable failure."""
     result = RunResult()
+    if safe is None:
+        safe = current_safe_position()
     while True:
-        # Outside the transaction below: it locks its cursor, which gives it
-        # a transaction id, and holes older than that id would not resolve.
-        with db.reading() as rconn:
-            safe = safe_position(rconn)
         with db.transaction() as conn:
             ensure_cursor(conn, p)
             cur = _lock_cursor(conn, p.name)
@@ -224,9 +232,14 @@ def _park(conn: Connection, name: str, event: Event, attempts: int, error_class:
 def run_all(max_attempts: int = 5) -> RunResult:
     """Catch every registered projection up; returns the earliest retry time."""
     total = RunResult()
+    try:
+        safe = current_safe_position()  # one walk for every projection of this run
+    except Exception:  # the database is away: as a failure of each projection
+        log.exception("projection run failed: no safe position")
+        return total
     for p in registered():
         try:
-            r = run_projection(p, max_attempts=max_attempts)
+            r = run_projection(p, max_attempts=max_attempts, safe=safe)
         except Exception:
             # Infrastructure failure (DB down, lock timeout): leave the cursor,
             # the next dispatch or sweep carries on from it.
@@ -236,10 +249,9 @@ def run_all(max_attempts: int = 5) -> RunResult:
         total.parked += r.parked
         if r.retry_at and (total.retry_at is None or r.retry_at < total.retry_at):
             total.retry_at = r.retry_at
-    with db.reading() as conn:
-        if held_back(conn):  # an event waits behind a writer in flight: come back
-            soon = clock.now() + HELD_BACK_RETRY
-            total.retry_at = min(total.retry_at or soon, soon)
+    if held_back(db.get_engine()):  # an event waits behind a writer in flight: come back
+        soon = clock.now() + HELD_BACK_RETRY
+        total.retry_at = min(total.retry_at or soon, soon)
     return total
 
 
