@@ -28,11 +28,11 @@ def stream() -> StreamId:
     return StreamId("default", "thing", str(uuid.uuid4()))
 
 
-def commit_later(seconds: float, rollback: bool = False):
-    """A writer that appends one event, holds its transaction open, then
-    commits (or rolls back). Returns (thread, drawn position holder, drawn)."""
+def commit_later(rollback: bool = False):
+    """A writer that appends one event and holds its transaction open until
+    released, then commits (or rolls back). Returns (release, thread, drawn)."""
     drawn: list[int] = []
-    ready = threading.Event()
+    ready, release = threading.Event(), threading.Event()
 
     class Boom(Exception):
         pass
@@ -42,7 +42,7 @@ def commit_later(seconds: float, rollback: bool = False):
             with db.transaction() as conn:
                 drawn.append(append(conn, stream(), [NewEvent("held.one")], 0)[0].position)
                 ready.set()
-                time.sleep(seconds)
+                release.wait(30)
                 if rollback:
                     raise Boom
         except Boom:
@@ -51,7 +51,7 @@ def commit_later(seconds: float, rollback: bool = False):
     t = threading.Thread(target=run)
     t.start()
     assert ready.wait(10)
-    return t, drawn[0]
+    return release, t, drawn[0]
 
 
 def write_after(n: int) -> list[int]:
@@ -70,15 +70,16 @@ def test_a_transaction_holding_a_low_position_holds_every_reader_back(app, postg
     try:
         projections.run_projection(p)  # the cursor starts behind everything below
         applied.clear()
-        writer, held = commit_later(2.0)
+        release, writer, held = commit_later()
         later = write_after(20)
         assert min(later) > held
-        deadline = time.monotonic() + 1.5
-        while time.monotonic() < deadline:  # the writer is still open
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:  # the writer holds its position for 2 s
             projections.run_projection(p)
             with db.reading() as conn:
                 assert safe_position(conn) < held
             assert applied == []
+        release.set()
         writer.join()
         projections.run_projection(p)
         # Once it commits: the held event first, then every later one, once each.
@@ -90,10 +91,11 @@ def test_a_transaction_holding_a_low_position_holds_every_reader_back(app, postg
 
 
 def test_a_rolled_back_position_holds_readers_only_until_its_writer_ends(app, postgres):
-    writer, held = commit_later(0.5, rollback=True)
+    release, writer, held = commit_later(rollback=True)
     later = write_after(5)
     with db.reading() as conn:
         assert safe_position(conn) < held  # in flight: it may still commit
+    release.set()
     writer.join()
     safe = 0
     for _ in range(100):  # each call waits at most a few milliseconds

@@ -4,8 +4,9 @@ counter row: it has one writer at a time anyway.
 
 `event_position()` assigns the transaction its id before it draws the
 number. A reader that sees a hole below a committed position knows that
-whoever drew the missing number had an id below its snapshot's xmax, and so
-has finished once the xmin of a later snapshot passes that xmax.
+whoever drew the missing number had its id before that reader's snapshot,
+and so has finished once the xmin of a later snapshot passes the next id
+taken after it.
 
 Revision ID: 0016_event_positions
 """

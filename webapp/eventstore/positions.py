@@ -8,12 +8,16 @@ drawn in order but may commit out of order. A reader sees a hole where a
 number was drawn by a transaction that has not committed yet, or that
 rolled back. Which of the two it is, nobody can see; but `event_position()`
 gives its transaction an id *before* it draws, so whoever drew a hole below
-a visible position P had its id before P's transaction committed, i.e.
-below the `xmax` of any snapshot that sees P. Once a later snapshot's
-`xmin` reaches that `xmax`, every such transaction has ended: a hole still
-missing then was rolled back and is skipped for good. So a reader never
-waits on a hole longer than the transactions that were running when it saw
-it, and waits not at all when there is none (the normal case).
+a visible position P had its id before the snapshot that sees P was taken.
+Right after that snapshot the walk takes the next transaction id H (a
+statement of its own, on a connection of its own). Once a later snapshot's
+`xmin` reaches H, every transaction with an id below H has ended: a hole
+still missing then was rolled back and is skipped for good. (A snapshot's
+`xmax` is not enough: it is one past the newest *completed* id, and a
+transaction that took a newer id and is still running lies above it.) So
+a reader never waits on a hole longer than the transactions that were
+running when it saw it, and waits not at all when there is none (the
+normal case).
 
 The walk is shared by every reader of a process (one state per database),
 starts where the last one stopped and reads only the positions committed
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, select, text
 
+from webapp import db
 from webapp.eventstore.tables import event_counter
 
 PAGE = 10_000
@@ -38,9 +43,9 @@ PAGE = 10_000
 # before it answers with the position below the hole (callers come back).
 HOLE_WAIT_S = 0.05
 
+_NEXT_XID = text("SELECT CAST(CAST(pg_current_xact_id() AS text) AS bigint)")
 _SCAN = text(
     "SELECT CAST(CAST(pg_snapshot_xmin(s) AS text) AS bigint) AS xmin,"
-    " CAST(CAST(pg_snapshot_xmax(s) AS text) AS bigint) AS xmax,"
     " pg_current_xact_id_if_assigned() IS NOT NULL AS in_tx,"
     " (SELECT last_value FROM events_position_seq) AS drawn,"
     " (SELECT max(position) FROM events) AS top,"
@@ -123,6 +128,14 @@ def _walk(conn: Connection, st: _State) -> tuple[bool, bool]:
     top = st.top = int(r.top or 0)
     behind = st.safe < top
     if behind and st.barrier is None:
-        # Whoever drew a number below `top` had its id before this snapshot.
-        st.barrier, st.horizon = top + 1, int(r.xmax)
+        # Whoever drew a number below `top` had its id before this snapshot,
+        # so below the next id taken now.
+        st.barrier, st.horizon = top + 1, _next_xid(conn.engine)
     return behind, not r.in_tx
+
+
+def _next_xid(engine: Engine) -> int:
+    """The next transaction id: this statement takes it and commits at once
+    (a connection outside any transaction, never the caller's)."""
+    with engine.connect().execution_options(**{db.BEGIN: None}) as conn:
+        return int(conn.execute(_NEXT_XID).scalar_one())
