@@ -7,6 +7,7 @@ from sqlalchemy import insert, select
 from tests.helpers import append_one, applied_table, projection
 from webapp import db
 from webapp.cli import projections_cli
+from webapp.eventstore import parked as parked_ops
 from webapp.eventstore import projections, read_all
 
 
@@ -70,7 +71,7 @@ def test_failing_event_is_retried_with_backoff_then_parked_and_later_events_stil
         assert r.parked == 1 and r.applied == 1
         assert applied_ids(t) == [first, after]
         with db.reading() as conn:
-            (parked,) = projections.list_parked(conn)
+            (parked,) = parked_ops.list_parked(conn)
         assert (parked.projection, parked.event_id, parked.attempts) == ("p.park", bad, 3)
         # The error class is kept, never the raw message (it may hold personal data).
         assert parked.error_class == "ValueError"
@@ -87,7 +88,7 @@ def test_failing_event_is_retried_with_backoff_then_parked_and_later_events_stil
         assert res.exit_code == 0, res.output
         assert applied_ids(t) == [first, after, bad]
         with db.reading() as conn:
-            assert projections.list_parked(conn) == []
+            assert parked_ops.list_parked(conn) == []
         res = runner.invoke(args=["projections", "retry", str(parked.id)])
         assert res.exit_code != 0 and "no parked event" in res.output
 

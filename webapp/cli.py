@@ -9,7 +9,7 @@ from flask import Flask, current_app
 from flask.cli import AppGroup
 
 from webapp import actors, db, tenants
-from webapp.eventstore import projections
+from webapp.eventstore import parked, projections
 from webapp.jobs.registry import registered_jobs
 from webapp.publish import PublishError, publish
 
@@ -49,7 +49,7 @@ def projections_status() -> None:
 def projections_parked() -> None:
     """Events a projection gave up on."""
     with db.reading() as conn:
-        rows = projections.list_parked(conn)
+        rows = parked.list_parked(conn)
     if not rows:
         click.echo("no parked events")
         return
@@ -63,7 +63,7 @@ def projections_parked() -> None:
 def projections_retry(parked_id: int) -> None:
     """Apply one parked event again."""
     try:
-        ok = projections.retry_parked(parked_id, actor=actors.operator())
+        ok = parked.retry_parked(parked_id, actor=actors.operator())
     except LookupError as exc:
         raise click.ClickException(str(exc)) from None
     if not ok:
@@ -76,7 +76,7 @@ def projections_retry(parked_id: int) -> None:
 def projections_skip(parked_id: int) -> None:
     """Give up on one parked event: it is never applied."""
     try:
-        projections.skip_parked(parked_id, actor=actors.operator())
+        parked.skip_parked(parked_id, actor=actors.operator())
     except LookupError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"parked event {parked_id} skipped")

@@ -15,14 +15,14 @@ from tests.mailserver import SmtpServer
 from tests.support.web import post
 from tests.support.workflows import emit, only_run
 from webapp import db
-from webapp.eventstore import StreamId, projections, read_stream
+from webapp.eventstore import StreamId, parked, projections, read_stream
 
 
 def _parked_one(name: str = "test-prices") -> int:
     append_one("price.changed")
     assert projections.run_all(max_attempts=1).parked == 1
     with db.reading() as conn:
-        (row,) = projections.list_parked(conn)
+        (row,) = parked.list_parked(conn)
     return int(row.id)
 
 

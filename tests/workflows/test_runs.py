@@ -11,7 +11,7 @@ from sqlalchemy import delete
 import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, pending, run_events, runs, types
 from webapp import db
-from webapp.eventstore import projections
+from webapp.eventstore import parked
 from webapp.eventstore.tables import events as events_table
 from webapp.eventstore.tables import projection_cursors
 from webapp.workflows.dispatch import sweep
@@ -162,7 +162,7 @@ def test_trigger_filter_error_is_recorded_and_swallowed(use_workflow, work):
     assert [r.status for r in failed] == ["failed", "failed"]
     assert failed[0].error == "workflow step failed (KeyError)"
     with db.reading() as conn:
-        rows = projections.list_parked(conn)
+        rows = parked.list_parked(conn)
         cursor = conn.execute(
             projection_cursors.select().where(projection_cursors.c.name == "workflow-badfilter")
         ).first()

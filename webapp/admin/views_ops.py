@@ -9,6 +9,7 @@ from webapp import db, pages, tenants
 from webapp.admin import access, queries
 from webapp.admin.access import bp
 from webapp.eventstore import get_events, projections
+from webapp.eventstore import parked as parked_events
 
 
 def chosen_tenant() -> tuple[str, list[str]]:
@@ -37,7 +38,7 @@ def _projections_page(
 ) -> Response:
     with db.reading() as conn:
         cursors = projections.status(conn)
-        parked = projections.list_parked(conn)
+        parked = parked_events.list_parked(conn)
         found = get_events(conn, [p.event_id for p in parked])
     return pages.render(
         "admin/projections.html",
@@ -61,7 +62,7 @@ def projections_page() -> Response:
 @bp.post("/projections/parked/<int:parked_id>/retry")
 def retry_parked(parked_id: int) -> Response:
     try:
-        applied = projections.retry_parked(parked_id, actor=access.actor())
+        applied = parked_events.retry_parked(parked_id, actor=access.actor())
     except LookupError:
         return _projections_page(error=gettext("admin.parked.gone"), status=409)
     if not applied:
@@ -72,7 +73,7 @@ def retry_parked(parked_id: int) -> Response:
 @bp.post("/projections/parked/<int:parked_id>/skip")
 def skip_parked(parked_id: int) -> Response:
     try:
-        projections.skip_parked(parked_id, actor=access.actor())
+        parked_events.skip_parked(parked_id, actor=access.actor())
     except LookupError:
         return _projections_page(error=gettext("admin.parked.gone"), status=409)
     return _projections_page(success=gettext("admin.parked.skipped"))

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from webapp import clock, db
 from webapp.eventstore.positions import held_back, safe_position
-from webapp.eventstore.reads import get_event, head_position, read_all
-from webapp.eventstore.store import ANY, Event, Metadata, NewEvent, StreamId, append
+from webapp.eventstore.reads import head_position, read_all
+from webapp.eventstore.store import Event
 from webapp.eventstore.tables import events, parked_events, projection_cursors
 
 log = logging.getLogger(__name__)
@@ -230,21 +230,18 @@ def _park(conn: Connection, name: str, event: Event, attempts: int, error_class:
 
 
 def run_all(max_attempts: int = 5) -> RunResult:
-    """Catch every registered projection up; returns the earliest retry time."""
+    """Catch every registered projection up; returns the earliest retry time.
+    One read finds the safe position and which projections have anything to
+    apply below it (`_with_work`); only those open a transaction."""
     total = RunResult()
     try:
-        safe = current_safe_position()  # one walk for every projection of this run
+        with db.reading() as conn:  # one walk for every projection of this run
+            safe = safe_position(conn)
+            todo, waiting = _with_work(conn, safe)
     except Exception:  # the database is away: as a failure of each projection
         log.exception("projection run failed: no safe position")
         return total
-    for p in registered():
-        try:
-            r = run_projection(p, max_attempts=max_attempts, safe=safe)
-        except Exception:
-            # Infrastructure failure (DB down, lock timeout): leave the cursor,
-            # the next dispatch or sweep carries on from it.
-            log.exception("projection run failed", extra={"projection": p.name})
-            continue
+    for r in [*waiting, *(_run_one(p, safe, max_attempts) for p in todo)]:
         total.applied += r.applied
         total.parked += r.parked
         if r.retry_at and (total.retry_at is None or r.retry_at < total.retry_at):
@@ -255,66 +252,50 @@ def run_all(max_attempts: int = 5) -> RunResult:
     return total
 
 
-def list_parked(conn: Connection) -> list[Any]:
-    return list(conn.execute(select(parked_events).order_by(parked_events.c.id)))
+def _run_one(p: AsyncProjection, safe: int, max_attempts: int) -> RunResult:
+    try:
+        return run_projection(p, max_attempts=max_attempts, safe=safe)
+    except Exception:
+        # Infrastructure failure (DB down, lock timeout): leave the cursor,
+        # the next dispatch or sweep carries on from it.
+        log.exception("projection run failed", extra={"projection": p.name})
+        return RunResult()
 
 
-# Operator actions on parked events are events too (actor in the metadata), on
-# the projection's own stream in the default tenant (projections span tenants).
-PARKED_RETRIED = "projection.parked-event-retried"
-PARKED_SKIPPED = "projection.parked-event-skipped"
-OPERATIONS_TENANT = "default"
-
-
-def _record(conn: Connection, type_: str, row: Any, actor: str | None, **extra: Any) -> None:
-    payload = {"parkedId": row.id, "projection": row.projection, "eventId": row.event_id, **extra}
-    stream = StreamId(OPERATIONS_TENANT, "projection", row.projection)
-    append(conn, stream, [NewEvent(type_, payload)], ANY, Metadata(actor=actor))
-
-
-def _parked_row(conn: Connection, parked_id: int) -> Any:
-    q = select(parked_events).where(parked_events.c.id == parked_id)
-    if not db.is_sqlite(conn):
-        q = q.with_for_update()  # two operators pressing Retry: one applies it
-    row = conn.execute(q).first()
-    if row is None:
-        raise LookupError(f"no parked event with id {parked_id}")
-    return row
-
-
-def retry_parked(parked_id: int, actor: str | None = None) -> bool:
-    """Apply one parked event again; on success the parked row goes away.
-    Either way the attempt is recorded as an event with `actor`."""
-    with db.transaction() as conn:
-        row = _parked_row(conn, parked_id)
-        p = get(row.projection)
-        event = get_event(conn, row.event_id)
-        if event is None:
-            raise LookupError(f"event {row.event_id} no longer exists")
-        try:
-            with conn.begin_nested():
-                p.apply(conn, event)
-        except Exception as exc:
-            conn.execute(
-                update(parked_events)
-                .where(parked_events.c.id == parked_id)
-                .values(attempts=row.attempts + 1, error_class=type(exc).__name__)
-            )
-            log.warning("parked event failed again", extra={"parked_id": parked_id}, exc_info=True)
-            _record(conn, PARKED_RETRIED, row, actor, applied=False)
-            return False
-        conn.execute(delete(parked_events).where(parked_events.c.id == parked_id))
-        _record(conn, PARKED_RETRIED, row, actor, applied=True)
-        return True
-
-
-def skip_parked(parked_id: int, actor: str | None = None) -> None:
-    """Give up on a parked event for good: the row goes, the projection never
-    applies that event (recorded as an event with `actor`)."""
-    with db.transaction() as conn:
-        row = _parked_row(conn, parked_id)
-        conn.execute(delete(parked_events).where(parked_events.c.id == parked_id))
-        _record(conn, PARKED_SKIPPED, row, actor, position=row.position)
+def _with_work(conn: Connection, safe: int) -> tuple[list[AsyncProjection], list[RunResult]]:
+    """The projections that have work up to `safe` (in registration order),
+    and the retry times of those backing off. A projection has work when its
+    cursor is missing or far enough behind to move (`SKIP_AHEAD`), or when an
+    event of its types lies between its cursor and `safe`: one grouped read
+    of the newest position per type above the lowest such cursor tells. The
+    cursors are read without a lock: one a concurrent dispatch moved on only
+    has less to do."""
+    now = clock.now()
+    cols = projection_cursors.c
+    cursors = {r.name: r for r in conn.execute(select(cols.name, cols.position, cols.retry_at))}
+    busy: set[str] = set()
+    waiting: list[RunResult] = []
+    idle: list[AsyncProjection] = []
+    for p in registered():
+        cur = cursors.get(p.name)
+        if cur is not None and cur.retry_at is not None and cur.retry_at > now:
+            waiting.append(RunResult(retry_at=cur.retry_at))
+        elif cur is None or cur.retry_at is not None or safe - cur.position > SKIP_AHEAD:
+            busy.add(p.name)
+        elif cur.position < safe:
+            idle.append(p)
+    if idle:
+        low = min(cursors[p.name].position for p in idle)
+        q = (
+            select(events.c.type, func.max(events.c.position))
+            .where(events.c.position > low, events.c.position <= safe)
+            .where(events.c.type.in_(sorted(set().union(*(p.event_types for p in idle)))))
+            .group_by(events.c.type)
+        )
+        tops = {t: int(top) for t, top in conn.execute(q)}
+        at = {p.name: cursors[p.name].position for p in idle}
+        busy |= {p.name for p in idle if any(tops.get(t, 0) > at[p.name] for t in p.event_types)}
+    return [p for p in registered() if p.name in busy], waiting
 
 
 def status(conn: Connection) -> list[dict[str, Any]]:
