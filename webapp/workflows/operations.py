@@ -10,7 +10,7 @@ from webapp import db
 from webapp.eventstore import Event, read_stream
 from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.dispatch.sweep import STUCK_AFTER
-from webapp.workflows.engine import claims, continuation
+from webapp.workflows.engine import claim_writes, claims, continuation
 from webapp.workflows.engine.resume_rules import fits
 from webapp.workflows.store import definitions, queries, runs, slots
 from webapp.workflows.store import run_events as ev
@@ -152,7 +152,7 @@ def retry(run_id: str, actor: str | None = None) -> Event:
         if not row.trigger_event_ref:
             raise OperationError(f"run {run_id} never started (its trigger failed)")
         if adopt:
-            migrated = claims.adopted(row, row.step_index, wf)
+            migrated = claim_writes.adopted(row, row.step_index, wf)
             definitions.record(conn, wf)
             runs.append_run_event(conn, row, migrated.type, migrated.payload, actor)
             row = runs.lock_run(conn, found.tenant_id, run_id)

@@ -7,23 +7,28 @@ caller locked, and one append writes every step.resumed (and any run-failed)
 at its run's expected version, with the new leases, their projection applied
 set-based in the same transaction. `take_leases` does the same for running
 runs nobody holds. The continuation (running the steps) happens after that
-transaction commits, under the lease the claim took (`continuation`).
+transaction commits, under the lease the claim took (`continuation`), unless
+it was run ahead (`settle_ahead`): then the claim commits it too, when it
+decides the same on the same row (`Ahead.fits`). What the claim writes is
+`claim_writes`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
 
 from webapp import clock, db
-from webapp.eventstore import NewEvent, StreamId, get_events
+from webapp.eventstore import get_events
 from webapp.metrics import resume_latency
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import Workflow
-from webapp.workflows.engine import active_slots, heartbeat
+from webapp.workflows.engine import active_slots
+from webapp.workflows.engine.claim_writes import ClaimWrites
 from webapp.workflows.engine.resume_rules import (
     Decision,
     ResumeResult,
@@ -31,13 +36,12 @@ from webapp.workflows.engine.resume_rules import (
     decide_lease,
     wanted_events,
 )
-from webapp.workflows.engine.run_state import RunState
+from webapp.workflows.engine.run_state import RunState, Stop
 from webapp.workflows.store import (
     children,
     definitions,
     locks,
     rates,
-    runs,
     wake_signal,
 )
 from webapp.workflows.store import rows as rows_mod
@@ -51,53 +55,21 @@ class Claim:
     result: ResumeResult
     reason: str | None = None
     state: RunState | None = None  # RESUMED / ADVANCED: what the run goes on with
+    settled: str | None = None  # its continuation, run ahead, committed with the claim
 
 
-def failure(row: Any, step_index: int, reason: str, error: str) -> NewEvent:
-    """The run-failed event of a run the rules refuse (logged once, here)."""
-    log.warning(
-        "workflow run failed on resume",
-        extra={"run_id": row.run_id, "workflow": row.workflow_name, "reason": reason},
-    )
-    return NewEvent(ev.RUN_FAILED, ev.run_failed(row.workflow_name, step_index, error, reason))
+@dataclass(frozen=True)
+class Ahead:
+    """A run's continuation run ahead of its claim or lease (`settle_ahead`),
+    from the runs row at `version` and the decision `decision`: the claim
+    commits its stop with it only when it decides the same on the same row."""
 
+    version: int
+    decision: Decision
+    stop: Stop
 
-def cancelled_by_event(row: Any, event_id: str) -> NewEvent:
-    """run-cancelled by a cancel-on event (its id in the payload)."""
-    log.info(
-        "workflow run cancelled by an event",
-        extra={"run_id": row.run_id, "workflow": row.workflow_name},
-    )
-    return NewEvent(
-        ev.RUN_CANCELLED,
-        {
-            "workflowName": row.workflow_name,
-            "stepIndex": row.step_index,
-            "reason": ev.REASON_CANCELLED_BY_EVENT,
-            "eventId": event_id,
-        },
-    )
-
-
-def adopted(row: Any, step_index: int, wf: Workflow) -> NewEvent:
-    """run-migrated (automatic): the run goes on under a definition that
-    changed only after where it stands."""
-    log.info(
-        "workflow run goes on under a changed definition",
-        extra={"run_id": row.run_id, "workflow": row.workflow_name},
-    )
-    return NewEvent(
-        ev.RUN_MIGRATED,
-        ev.run_migrated(
-            row.workflow_name,
-            row.definition_version,
-            wf.version,
-            step_index,
-            step_index,
-            wf.fingerprint,
-            automatic=True,
-        ),
-    )
+    def fits(self, row: Any, d: Decision) -> bool:
+        return row.version == self.version and d == self.decision
 
 
 def definition_of(row: Any) -> Workflow | None:
@@ -115,74 +87,25 @@ def old_shapes(conn: Connection, rows: list[Any]) -> dict[str, Any]:
     return definitions.shapes(conn, changed) if changed else {}
 
 
-class _Writes:
-    """What one claim transaction appends: per run its events at its version,
-    and the runs columns set besides (the new lease, progress)."""
-
-    def __init__(self, tenant_id: str) -> None:
-        self.tenant_id = tenant_id
-        self.batch: list[tuple[StreamId, list[NewEvent], int]] = []
-        self.extra: dict[tuple[str, str], dict[str, Any]] = {}
-        self.adopted: list[Workflow] = []
-
-    def add(
-        self,
-        row: Any,
-        step_index: int,
-        d: Decision,
-        retry_attempt: Any = None,
-        wf: Workflow | None = None,
-    ) -> str | None:
-        """Record what decision `d` writes for `row`; the new lease token, if any."""
-        new: list[NewEvent] = []
-        if d.adopt and wf is not None:  # rule 4: it goes on under the changed definition
-            new.append(adopted(row, step_index, wf))
-            self.adopted.append(wf)
-        if d.claim:  # rule 5: step.resumed at the row's (the stream's) version
-            new.append(NewEvent(ev.STEP_RESUMED, ev.step_resumed(step_index, retry_attempt)))
-        if d.reason is not None:
-            new.append(failure(row, step_index, d.reason, d.error or ""))
-        if d.cancelled_by is not None:
-            new.append(cancelled_by_event(row, d.cancelled_by))
-        if new:
-            self.batch.append((runs.stream(self.tenant_id, row.run_id), new, row.version))
-        if d.result not in (ResumeResult.RESUMED, ResumeResult.ADVANCED):
-            return None
-        token = runs.new_token()
-        values: dict[str, Any] = dict(lease_token=token, lease_until=heartbeat.lease_until())
-        if d.result == ResumeResult.RESUMED:
-            values.update(step_index=d.step_index, attempt=d.attempt, results=d.results)
-        self.extra[(self.tenant_id, row.run_id)] = values
-        return token
-
-    def write(self, conn: Connection) -> None:
-        for wf in self.adopted:
-            definitions.record(conn, wf)
-        if self.batch:
-            runs.append_batch(conn, self.batch, self.extra)
-        else:
-            runs.set_columns(conn, self.extra)
-
-
-def _ref(ref: Any) -> str:
+def ref_of(ref: Any) -> str:
     return str((ref or {}).get("eventId", ""))
 
 
-def _found(conn: Connection, ids: set[str]) -> dict[str, Any]:
+def found_events(conn: Connection, ids: set[str]) -> dict[str, Any]:
     return get_events(conn, ids) if ids else {}
 
 
-def _children_of(pairs: list[Any], found: dict[str, Any]) -> set[str]:
+def children_of(pairs: list[Any], found: dict[str, Any]) -> set[str]:
     """The settled children whose waiting parents these pairs wake."""
     out = set()
     for p, _ in pairs:
-        e = found.get(_ref(p.trigger_event_ref))
+        e = found.get(ref_of(p.trigger_event_ref))
         if p.suspension_event_type == ev.CHILD_STARTED and e is not None:
             out.add(str(e.payload.get("childRunId")))
     return out
 
 
-def _decisions(
+def decisions(
     pairs: list[Any], found: dict[str, Any], shapes: dict[str, Any], kids: dict[str, Any]
 ) -> list[tuple[Workflow | None, Decision]]:
     """Each pair's decision (one claim per run and batch: a second row of a
@@ -201,16 +124,22 @@ def _decisions(
     return out
 
 
-def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
+def claim(
+    conn: Connection,
+    tenant_id: str,
+    pairs: list[Any],
+    ahead: Mapping[tuple[str, int], Ahead] | None = None,
+) -> list[Claim]:
     """Rules 2-7 for (pending, runs row) pairs the caller locked, inside the
-    caller's transaction: one Claim per pair."""
-    found = _found(conn, set().union(*(wanted_events(p, row) for p, row in pairs if row)))
+    caller's transaction: one Claim per pair. A pair with a fitting `ahead`
+    entry is settled here too (`Claim.settled`)."""
+    found = found_events(conn, set().union(*(wanted_events(p, row) for p, row in pairs if row)))
     shapes = old_shapes(conn, [row for _, row in pairs])
-    kids = children.results_of(conn, tenant_id, _children_of(pairs, found))
-    writes = _Writes(tenant_id)
+    kids = children.results_of(conn, tenant_id, children_of(pairs, found))
+    writes = ClaimWrites(tenant_id)
     out: list[Claim] = []
     decided = active_slots.admit_resumes(
-        conn, tenant_id, pairs, _decisions(pairs, found, shapes, kids)
+        conn, tenant_id, pairs, decisions(pairs, found, shapes, kids)
     )
     for (p, row), (wf, d) in zip(pairs, decided, strict=True):
         if d.result in (ResumeResult.ALREADY, ResumeResult.NO_SLOT):
@@ -224,16 +153,24 @@ def claim(conn: Connection, tenant_id: str, pairs: list[Any]) -> list[Claim]:
             resume_latency.resumed(conn, row.workflow_name, p, found)
         at = p.step_index if p.step_index >= 0 else row.step_index  # a control: where it is
         token = writes.add(row, at, d, p.retry_attempt, wf)
+        pre = (ahead or {}).get((p.run_id, p.step_index))
+        if token is not None and pre is not None and pre.fits(row, d):
+            writes.settle(row, pre.stop)
+            out.append(Claim(d.result, d.reason, settled=pre.stop.status))
+            continue
         state = None
         if token is not None and wf is not None:  # RESUMED: decide found wf and trigger
-            state = _state(tenant_id, row, token, wf, d, found)
+            state = state_of(tenant_id, row, token, wf, d, found)
         out.append(Claim(d.result, d.reason, state))
     writes.write(conn)
     return out
 
 
 def claim_due(
-    conn: Connection, tenant_id: str, keys: list[tuple[str, int]]
+    conn: Connection,
+    tenant_id: str,
+    keys: list[tuple[str, int]],
+    ahead: Mapping[tuple[str, int], Ahead] | None = None,
 ) -> tuple[list[Any], list[Any], list[Claim]]:
     """Claim the pending rows of these (run, step) keys that are due: returns
     (pending rows not due yet, due pairs, their Claims). A row not due yet is
@@ -245,37 +182,46 @@ def claim_due(
         if rows_mod.timed(p.wake_at):  # not a row waiting for its event or a slot
             wake_signal.signal(conn, tenant_id, p.run_id, p.step_index, p.wake_at)
     due = [(p, row) for p, row in pairs if p.wake_at <= now]
-    return early, due, claim(conn, tenant_id, due)
+    return early, due, claim(conn, tenant_id, due, ahead)
 
 
-def take_leases(tenant_id: str, run_ids: list[str]) -> tuple[dict[str, str], list[RunState]]:
+def take_leases(
+    tenant_id: str, run_ids: list[str], ahead: Mapping[str, Ahead] | None = None
+) -> tuple[dict[str, str], list[RunState]]:
     """Lease running runs nobody holds (just started, retried by an operator,
     or their worker died), in one transaction: rows another worker holds are
-    skipped. Returns each run's result and the states to continue."""
+    skipped. A run with a fitting `ahead` entry settles in the same
+    transaction (its result is then its stop's). Returns each run's result
+    and the states to continue."""
     out: dict[str, str] = {}
     states: list[RunState] = []
     with db.transaction() as conn:
         rows = locks.lock_runs(conn, tenant_id, run_ids, skip_locked=True)
-        found = _found(conn, {_ref(r.trigger_event_ref) for r in rows.values()} - {""})
+        found = found_events(conn, {ref_of(r.trigger_event_ref) for r in rows.values()} - {""})
         shapes = old_shapes(conn, list(rows.values()))
-        writes = _Writes(tenant_id)
+        writes = ClaimWrites(tenant_id)
         now = clock.now()
         for row in rows.values():
             wf = definition_of(row)
-            trigger = found.get(_ref(row.trigger_event_ref))
+            trigger = found.get(ref_of(row.trigger_event_ref))
             d = decide_lease(row, wf, trigger, now, shapes.get(row.fingerprint))
             out[row.run_id] = d.result
             token = writes.add(row, row.step_index, d, wf=wf)
+            pre = (ahead or {}).get(row.run_id)
+            if token is not None and pre is not None and pre.fits(row, d):
+                writes.settle(row, pre.stop)
+                out[row.run_id] = pre.stop.status
+                continue
             if token is not None and wf is not None and trigger is not None:
                 states.append(RunState.leased(row, token, wf, trigger))
         writes.write(conn)
     return out, states
 
 
-def _state(
+def state_of(
     tenant_id: str, row: Any, token: str, wf: Workflow, d: Decision, found: dict[str, Any]
 ) -> RunState:
-    trigger = found[_ref(row.trigger_event_ref)]
+    trigger = found[ref_of(row.trigger_event_ref)]
     return RunState(
         tenant_id,
         row.run_id,

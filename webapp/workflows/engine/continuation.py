@@ -1,7 +1,8 @@
 """Resuming and advancing runs: claim (`claims`), then continue the claimed
 runs under the leases the claim took. The quick continuations (those that
-reach their next stop without a commit of their own) are finished together in
-one transaction (`stops.finish_many`); the others run one by one, or are
+reach their next stop without a commit of their own) are run ahead of the
+claim and commit with it (`settle_ahead`); those the claim could not take so
+are finished together in one transaction (`stops.finish_many`); the others run one by one, or are
 handed to another worker (`handoff`) so one slow run never holds up the next.
 
 Every entry ends here: the resume-run job (`resume_run`), the resume loop
@@ -20,7 +21,7 @@ from sqlalchemy import select
 from webapp import db
 from webapp.eventstore import VersionConflict
 from webapp.eventstore.tables import tenants
-from webapp.workflows.engine import claims, heartbeat, run_loop, stops
+from webapp.workflows.engine import claims, heartbeat, run_loop, settle_ahead, stops
 from webapp.workflows.engine.resume_rules import ResumeResult, validate
 from webapp.workflows.engine.run_state import RunState, Stop
 
@@ -84,9 +85,10 @@ def resume_many(
     together, a slow one passed to `handoff(tenant, run, token)` when given,
     else run here. A row not due yet goes back to its timer ("not-due")."""
     out: dict[tuple[str, int], str] = dict.fromkeys(keys, ResumeResult.ALREADY)  # rule 2
+    ahead = settle_ahead.of_claims(tenant_id, keys)
     try:
         with db.transaction() as conn:
-            early, due, claimed = claims.claim_due(conn, tenant_id, keys)
+            early, due, claimed = claims.claim_due(conn, tenant_id, keys, ahead)
     except VersionConflict:
         if len(keys) == 1:
             return out  # rule 5: another resume won the stream's version
@@ -118,7 +120,7 @@ def advance_many(
 ) -> dict[str, str]:
     """`advance` for a batch of just-started runs, continued together (a slow
     one passed to `handoff` when given)."""
-    out, states = claims.take_leases(tenant_id, run_ids)
+    out, states = claims.take_leases(tenant_id, run_ids, settle_ahead.of_leases(tenant_id, run_ids))
     continue_runs(tenant_id, states, handoff)
     return out
 

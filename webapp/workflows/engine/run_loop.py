@@ -10,12 +10,14 @@ once, and a failed attempt of a retry rolls them back. Steps with outside
 effects (mail, webhook) are at least once: only a step in flight at a crash can
 repeat.
 
-One saving keeps that promise: a pure step (compute, or a branch / for-each of
+Two savings keep that promise. A pure step (compute, or a branch / for-each of
 pure steps) directly followed by the end of the run, a `return` or a `wait`
 commits together with that stop, since nothing with an effect runs between
 them. A run whose continuation is no more than that (the usual shape after a
 wait) is finished without any intermediate commit, and the drain finishes a
-whole batch of such runs in one transaction (`stops.finish_many`).
+whole batch of such runs in one transaction (`stops.finish_many`). And such a
+continuation can run before its run is even taken (`stretch`): the claim or
+the lease then commits it in its own transaction (`continuation`).
 
 An infrastructure error (`transient`) never fails the run: the loop waits, reloads
 the run's committed state and carries on.
@@ -38,6 +40,7 @@ from webapp.workflows.definition.model import (
     Step,
     Wait,
     WaitForEvent,
+    Workflow,
 )
 from webapp.workflows.engine import children, heartbeat, stops, suspensions, transient
 from webapp.workflows.engine.run_state import RunResult, RunState, Stop
@@ -70,6 +73,26 @@ def quick(state: RunState) -> bool:
     """Whether the run's continuation reaches its next stop without a commit in
     between (so a batch can finish it in memory and commit it with others)."""
     return _quick_from(state.wf.steps, state.step_index)
+
+
+def quick_at(wf: Workflow, step_index: int) -> bool:
+    """`quick` for a run of `wf` standing at `step_index`."""
+    return _quick_from(wf.steps, step_index)
+
+
+def stretch(state: RunState) -> Stop | None:
+    """A quick continuation run in memory, ahead of its commit: the Stop it
+    reaches (completed, failed, or a wait), for the transaction that takes
+    the run to commit with it (`continuation`, "settle ahead"). None when the
+    run is not quick, or when something failed that a retry must see (an
+    infrastructure error): the run then goes the usual way."""
+    if not quick(state):
+        return None
+    try:
+        r = _run(state)
+    except Exception:  # only an infrastructure error gets out of _run
+        return None
+    return r if isinstance(r, Stop) else None
 
 
 def stops_next(state: RunState) -> bool:

@@ -29,16 +29,22 @@ def locked(conn: Connection, q: Select[Any], *order_by: Any, skip_locked: bool =
 
 
 def lock_runs(
-    conn: Connection, tenant_id: str, run_ids: Iterable[str], skip_locked: bool = False
+    conn: Connection,
+    tenant_id: str,
+    run_ids: Iterable[str],
+    skip_locked: bool = False,
+    lock: bool = True,
 ) -> dict[str, Any]:
-    """The runs rows of these runs, locked (PostgreSQL), by run id."""
+    """The runs rows of these runs, locked (PostgreSQL; `lock=False`: only
+    read, as a preview does), by run id."""
     ids = sorted(set(run_ids))
     if not ids:
         return {}
     q = select(workflow_runs).where(
         workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id.in_(ids)
     )
-    q = locked(conn, q, workflow_runs.c.run_id, skip_locked=skip_locked)
+    if lock:
+        q = locked(conn, q, workflow_runs.c.run_id, skip_locked=skip_locked)
     return {r.run_id: r for r in conn.execute(q)}
 
 
@@ -53,20 +59,21 @@ def lock_for_finish(conn: Connection, tenant_id: str, run_ids: list[str]) -> dic
     return {r.run_id: r for r in conn.execute(locked(conn, q, workflow_runs.c.run_id))}
 
 
-def lock_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> list[Any]:
-    """(pending, runs row) for the given (run, step) keys, locked (PostgreSQL)."""
+def lock_keys(
+    conn: Connection, tenant_id: str, keys: list[tuple[str, int]], lock: bool = True
+) -> list[Any]:
+    """(pending, runs row) for the given (run, step) keys, locked (PostgreSQL;
+    `lock=False`: only read)."""
     run_ids = sorted({rid for rid, _ in keys})
-    rows = lock_runs(conn, tenant_id, run_ids)
+    rows = lock_runs(conn, tenant_id, run_ids, lock=lock)
     pq = select(workflow_run_pending).where(
         workflow_run_pending.c.tenant_id == tenant_id,
         workflow_run_pending.c.run_id.in_(run_ids),
     )
+    if lock:
+        pq = locked(conn, pq, workflow_run_pending.c.run_id)
     wanted = set(keys)
-    return [
-        (p, rows.get(p.run_id))
-        for p in conn.execute(locked(conn, pq, workflow_run_pending.c.run_id))
-        if (p.run_id, p.step_index) in wanted
-    ]
+    return [(p, rows.get(p.run_id)) for p in conn.execute(pq) if (p.run_id, p.step_index) in wanted]
 
 
 def lock_due(conn: Connection, tenant_id: str, limit: int) -> tuple[int, list[Any]]:
