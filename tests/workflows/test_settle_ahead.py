@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import event
-
 import webapp.workflows as wf
+from tests.helpers import statements
 from tests.support.workflows import emit, only_run, pending, run_events, types
 from webapp import db
 from webapp.workflows import operations as ops
@@ -24,19 +23,12 @@ from webapp.workflows.triggers import start as trigger
 @contextmanager
 def write_transactions() -> Iterator[list[str]]:
     """The write transactions begun meanwhile (SQLite's reads begin DEFERRED)."""
-    begun: list[str] = []
-
-    def seen(_c: Any, _cur: Any, statement: str, *_a: Any) -> None:
-        s = statement.lstrip().upper()
-        if s.startswith("BEGIN") and not s.startswith("BEGIN DEFERRED"):
-            begun.append(s)
-
-    engine = db.get_engine()
-    event.listen(engine, "before_cursor_execute", seen)
-    try:
+    with statements() as seen:
+        begun: list[str] = []
         yield begun
-    finally:
-        event.remove(engine, "before_cursor_execute", seen)
+    begun.extend(
+        s for s in (q.upper() for q in seen) if s.startswith("BEGIN") and "DEFERRED" not in s
+    )
 
 
 def _started(d: Any) -> str:

@@ -18,7 +18,7 @@ is where it was, for the next claim or the lease check.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
+from typing import Any
 
 from webapp import clock, db
 from webapp.workflows.definition.model import Workflow
@@ -29,12 +29,12 @@ from webapp.workflows.engine.run_state import RunState
 from webapp.workflows.store import children, locks
 
 
-def _current(row: object) -> Workflow | None:
+def _current(row: Any) -> Workflow | None:
     """The run's definition when it runs ahead: registered, unchanged where
     the run stands (a changed one is the claim's to adopt), and without a
     concurrency limit (the claim's slot admission decides those)."""
     wf = claims.definition_of(row)
-    if wf is None or wf.fingerprint != getattr(row, "fingerprint", None):
+    if wf is None or wf.fingerprint != row.fingerprint:
         return None
     return wf if wf.slot_limit is None else None
 
@@ -66,23 +66,17 @@ def of_leases(tenant_id: str, run_ids: list[str]) -> dict[str, Ahead]:
 def of_claims(tenant_id: str, keys: list[tuple[str, int]]) -> dict[tuple[str, int], Ahead]:
     """For `claims.claim_due`: the quick continuations of the runs these due
     (run, step) rows resume."""
-    with db.reading() as conn:
-        return _of_claims(conn, tenant_id, keys)
-
-
-def _of_claims(
-    conn: Connection, tenant_id: str, keys: list[tuple[str, int]]
-) -> dict[tuple[str, int], Ahead]:
     now = clock.now()
-    pairs = [
-        (p, row)
-        for p, row in locks.lock_keys(conn, tenant_id, keys, lock=False)
-        if row is not None and p.wake_at <= now and _current(row) is not None
-    ]
-    if not pairs:
-        return {}
-    found = claims.found_events(conn, set().union(*(wanted_events(p, r) for p, r in pairs)))
-    kids = children.results_of(conn, tenant_id, claims.children_of(pairs, found))
+    with db.reading() as conn:
+        pairs = [
+            (p, row)
+            for p, row in locks.lock_keys(conn, tenant_id, keys, lock=False)
+            if row is not None and p.wake_at <= now and _current(row) is not None
+        ]
+        if not pairs:
+            return {}
+        found = claims.found_events(conn, set().union(*(wanted_events(p, r) for p, r in pairs)))
+        kids = children.results_of(conn, tenant_id, claims.children_of(pairs, found))
     out: dict[tuple[str, int], Ahead] = {}
     for (p, row), (wf, d) in zip(pairs, claims.decisions(pairs, found, {}, kids), strict=True):
         if d.result != ResumeResult.RESUMED or wf is None:
