@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection
@@ -67,6 +67,10 @@ class Ahead:
     version: int
     decision: Decision
     stop: Stop
+    # The events it was decided with (trigger, awaited event ...), by id. Events
+    # are never changed once appended, so the claim uses them instead of
+    # reading them again, whether or not the continuation fits.
+    events: Mapping[str, Any] = field(default_factory=dict)
 
     def fits(self, row: Any, d: Decision) -> bool:
         return row.version == self.version and d == self.decision
@@ -91,8 +95,18 @@ def ref_of(ref: Any) -> str:
     return str((ref or {}).get("eventId", ""))
 
 
-def found_events(conn: Connection, ids: set[str]) -> dict[str, Any]:
-    return get_events(conn, ids) if ids else {}
+def found_events(
+    conn: Connection, ids: set[str], known: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The events of these ids; those in `known` (read earlier: events never
+    change) are not read again."""
+    have = {i: known[i] for i in ids if known and i in known}
+    rest = ids - have.keys()
+    return {**have, **get_events(conn, rest)} if rest else have
+
+
+def known_events(ahead: Mapping[Any, Ahead] | None) -> dict[str, Any]:
+    return {i: e for pre in (ahead or {}).values() for i, e in pre.events.items()}
 
 
 def children_of(pairs: list[Any], found: dict[str, Any]) -> set[str]:
@@ -133,7 +147,8 @@ def claim(
     """Rules 2-7 for (pending, runs row) pairs the caller locked, inside the
     caller's transaction: one Claim per pair. A pair with a fitting `ahead`
     entry is settled here too (`Claim.settled`)."""
-    found = found_events(conn, set().union(*(wanted_events(p, row) for p, row in pairs if row)))
+    wanted = set().union(*(wanted_events(p, row) for p, row in pairs if row))
+    found = found_events(conn, wanted, known_events(ahead))
     shapes = old_shapes(conn, [row for _, row in pairs])
     kids = children.results_of(conn, tenant_id, children_of(pairs, found))
     writes = ClaimWrites(tenant_id)
@@ -197,7 +212,8 @@ def take_leases(
     states: list[RunState] = []
     with db.transaction() as conn:
         rows = locks.lock_runs(conn, tenant_id, run_ids, skip_locked=True)
-        found = found_events(conn, {ref_of(r.trigger_event_ref) for r in rows.values()} - {""})
+        refs = {ref_of(r.trigger_event_ref) for r in rows.values()} - {""}
+        found = found_events(conn, refs, known_events(ahead))
         shapes = old_shapes(conn, list(rows.values()))
         writes = ClaimWrites(tenant_id)
         now = clock.now()

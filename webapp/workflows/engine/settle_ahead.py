@@ -59,7 +59,7 @@ def of_leases(tenant_id: str, run_ids: list[str]) -> dict[str, Ahead]:
             continue
         stop = run_loop.stretch(RunState.leased(row, "", wf, trigger))
         if stop is not None:
-            out[rid] = Ahead(row.version, d, stop)
+            out[rid] = Ahead(row.version, d, stop, {trigger.id: trigger})
     return out
 
 
@@ -83,5 +83,6 @@ def of_claims(tenant_id: str, keys: list[tuple[str, int]]) -> dict[tuple[str, in
             continue
         stop = run_loop.stretch(claims.state_of(tenant_id, row, "", wf, d, found))
         if stop is not None:
-            out[(p.run_id, p.step_index)] = Ahead(row.version, d, stop)
+            used = {i: found[i] for i in wanted_events(p, row) if i in found}
+            out[(p.run_id, p.step_index)] = Ahead(row.version, d, stop, used)
     return out

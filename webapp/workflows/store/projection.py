@@ -138,6 +138,9 @@ def apply(
     for key, more in (extra or {}).items():
         runs_values.setdefault(key, {}).update(more, updated_at=now)
     for tenant_id, run_ids in ({} if running else cleared).items():
+        run_ids = run_ids - gone.get(tenant_id, set())  # the DELETE below takes all theirs
+        if not run_ids:
+            continue
         conn.execute(
             delete(workflow_run_pending).where(
                 workflow_run_pending.c.tenant_id == tenant_id,
