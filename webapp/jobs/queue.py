@@ -33,6 +33,11 @@ def set_sink(sink: JobSink | None) -> JobSink | None:
     return previous
 
 
+def has_sink() -> bool:
+    """Whether jobs go to a sink (the test harness) instead of Redis."""
+    return _sink is not None
+
+
 def get_queue(name: str = "default") -> Queue:
     return Queue(name, connection=get_redis())
 

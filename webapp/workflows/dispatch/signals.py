@@ -20,7 +20,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy import Connection
 
 from webapp import clock, db
-from webapp.jobs import enqueue
+from webapp.jobs import enqueue, has_sink
 from webapp.redis_conn import get_redis
 from webapp.workflows.engine import transient
 from webapp.workflows.store import start_signal, wake_signal
@@ -113,6 +113,9 @@ def on_start(tenant_id: str, run_ids: list[str]) -> None:
     (their slot freed, a child) are advanced by a worker: through the resume
     loops when one is alive (no job queue in between), else an RQ job."""
     if not has_app_context() or not run_ids:
+        return
+    if has_sink():  # the test harness runs the jobs itself: no resume loop, no Redis
+        schedule_advance_many(tenant_id, run_ids)
         return
     members = [member(tenant_id, run_id, ADVANCE_STEP) for run_id in run_ids]
     try:

@@ -162,8 +162,7 @@ def apply(
         _move_pending(conn, e)
     for e, paused in holds:
         _hold_pending(conn, e, paused)
-    for row in started:
-        sql.upsert(conn, workflow_runs, row, ["tenant_id", "run_id"])
+    _upsert_runs(conn, started)
     sql.upsert_many(
         conn,
         workflow_run_pending,
@@ -190,6 +189,22 @@ def apply(
     for e in controlled:
         if (e.tenant_id, e.aggregate_id, ev.CANCEL_ON_STEP) in new_rows:
             _look_back(conn, e)
+
+
+def _upsert_runs(conn: Connection, started: list[dict[str, Any]]) -> None:
+    """The runs rows of started, queued and skipped runs: one upsert per set
+    of columns. Should a batch hold two rows of one run (queued, then
+    started), they are written one by one, in order, as the events came."""
+    keys = ["tenant_id", "run_id"]
+    if len({(r["tenant_id"], r["run_id"]) for r in started}) < len(started):
+        for row in started:
+            sql.upsert_many(conn, workflow_runs, [row], keys)
+        return
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in started:
+        groups.setdefault(tuple(sorted(row)), []).append(row)
+    for rows_of in groups.values():
+        sql.upsert_many(conn, workflow_runs, rows_of, keys)
 
 
 def _controlled_only(gone: dict[str, set[str]], settling: list[Event]) -> dict[str, set[str]]:

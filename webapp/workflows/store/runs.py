@@ -78,13 +78,16 @@ def append_batch(
     batch: list[tuple[StreamId, list[NewEvent], int]],
     extra: dict[tuple[str, str], dict[str, Any]] | None = None,
     running: bool = False,
+    dispatch: bool | None = None,
 ) -> None:
     """Append run events to many run streams (each at its expected version) and
     apply their projections set-based, plus `extra` runs columns per run
-    (`running` as in `projection.apply`)."""
+    (`running` as in `projection.apply`). `dispatch`: whether the commit queues
+    a projection dispatch (None: only when an async projection reads these types)."""
     if not batch:
         return
-    dispatch = dispatch_for({e.type for _, evs, _ in batch for e in evs})
+    if dispatch is None:
+        dispatch = dispatch_for({e.type for _, evs, _ in batch for e in evs})
     with projection.batched(conn) as collected:
         if len(batch) == 1:
             append(conn, *batch[0], dispatch=dispatch)  # one round trip fewer than append_many

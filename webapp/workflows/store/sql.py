@@ -48,14 +48,18 @@ def insert_ignore_many(
 def upsert_many(
     conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: list[str]
 ) -> None:
-    """One multi-row INSERT .. ON CONFLICT DO UPDATE (rows share their columns)."""
+    """INSERT .. ON CONFLICT DO UPDATE for rows that share their columns, as
+    one executemany of one statement: compiled once per table and set of
+    columns (SQLAlchemy's cache), sent as multi-row batches (its
+    "insertmanyvalues"). A statement with the rows' values inline would be
+    compiled again for every batch, which cost more than the writes."""
     if not rows:
         return
-    stmt = _insert(conn, table).values(list(rows))
+    stmt = _insert(conn, table)
     stmt = stmt.on_conflict_do_update(
         index_elements=keys, set_={k: stmt.excluded[k] for k in rows[0] if k not in keys}
     )
-    conn.execute(stmt)
+    conn.execute(stmt, list(rows))
 
 
 def update_runs(conn: Connection, runs_values: dict[tuple[str, str], dict[str, Any]]) -> int:

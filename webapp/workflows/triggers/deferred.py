@@ -1,8 +1,8 @@
 """Deferred appends of a trigger batch: plain starts join one multi-stream
 append, and a limited workflow's runs are admitted together
 (`slots.admit_many`), both just before the transaction commits, so a batch
-holds the append lock only for its commit; after commit, one advance job per
-chunk of started runs."""
+holds the append lock only for its commit; after commit, the started runs go
+to the workers' resume loops (one advance job per chunk when none is alive)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from webapp import db
-from webapp.eventstore import NewEvent, StreamId, VersionConflict, append, append_many
-from webapp.workflows.dispatch.signals import schedule_advance_many
+from webapp.eventstore import NewEvent, StreamId, VersionConflict, append
+from webapp.workflows.dispatch.signals import on_start
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store import runs, slots
 
@@ -66,7 +66,7 @@ def _flush_admissions(conn: Connection) -> None:
     ]
     try:
         with conn.begin_nested():
-            append_many(conn, batch)
+            runs.append_batch(conn, batch, dispatch=True)
         landed = [True] * len(batch)
     except VersionConflict:
         landed = [_append_one(conn, b) for b in batch]
@@ -87,15 +87,15 @@ def _append_one(conn: Connection, item: tuple[StreamId, list[NewEvent], int]) ->
 
 def _flush_starts(conn: Connection) -> None:
     starts = db.tx_scope(conn).pop(_STARTS, [])
-    if starts:
-        append_many(conn, starts)
+    if starts:  # their runs rows written set-based, not one upsert per run
+        runs.append_batch(conn, starts, dispatch=True)
     for s, _, _ in starts:
         advance_after_commit(conn, s.tenant_id, s.aggregate_id)
 
 
 def advance_after_commit(conn: Connection, tenant_id: str, run_id: str) -> None:
-    """Collect the transaction's started runs; after commit, one advance job
-    per chunk of them."""
+    """Collect the transaction's started runs; after commit, they are advanced
+    (`_enqueue_advances`)."""
     scope = db.tx_scope(conn)
     started = scope.get(_ADVANCES)
     if started is None:
@@ -109,5 +109,5 @@ def _enqueue_advances(started: list[tuple[str, str]]) -> None:
     for tenant_id, run_id in started:
         by_tenant.setdefault(tenant_id, []).append(run_id)
     for tenant_id, ids in by_tenant.items():
-        for i in range(0, len(ids), ADVANCE_CHUNK):
-            schedule_advance_many(tenant_id, ids[i : i + ADVANCE_CHUNK])
+        for i in range(0, len(ids), ADVANCE_CHUNK):  # to the resume loops, else a job
+            on_start(tenant_id, ids[i : i + ADVANCE_CHUNK])
