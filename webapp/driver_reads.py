@@ -24,7 +24,9 @@ from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Dialect, Select
+from sqlalchemy import Connection, Dialect, Engine, Select
+
+from webapp import db
 
 Processor = Callable[[Any], Any] | None
 
@@ -40,9 +42,7 @@ class _Plan:
             list(compiled.positiontup or ()) if compiled.positional else list(binds)
         )
         self.positional = bool(compiled.positional)
-        self.defaults = {
-            name: bp.effective_value for name, bp in binds.items() if not bp.required
-        }
+        self.defaults = {name: bp.effective_value for name, bp in binds.items() if not bp.required}
         self.into: dict[str, Processor] = {
             name: bp.type.dialect_impl(dialect).bind_processor(dialect)
             for name, bp in binds.items()
@@ -104,12 +104,34 @@ class DriverRead:
             raw = list(conn.exec_driver_sql(plan.sql, args))
         return [plan.convert(r) for r in raw]
 
-    def first(self, conn: Connection, params: Mapping[str, Any]) -> Any | None:
-        rows = self.all(conn, params)
-        return rows[0] if rows else None
+    def read(self, params: Mapping[str, Any]) -> list[Any]:
+        """`all()` on a connection of `db.reading()`'s pool, checked out and
+        returned without a SQLAlchemy `Connection` around it (the pool's own
+        checks on checkout still apply)."""
+        engine = db.readers()
+        if observed(engine):
+            with db.reading() as conn:
+                return self.all(conn, params)
+        plan = self._plan(engine.dialect)
+        args = plan.parameters(params)
+        try:
+            pooled = engine.raw_connection()
+            try:
+                cursor = pooled.driver_connection.cursor()  # type: ignore[union-attr]
+                try:
+                    cursor.execute(plan.sql, args)
+                    raw = cursor.fetchall()
+                finally:
+                    cursor.close()
+            finally:
+                pooled.close()
+        except engine.dialect.loaded_dbapi.Error:
+            with db.reading() as conn:  # once more through SQLAlchemy, as in `all()`
+                raw = list(conn.exec_driver_sql(plan.sql, args))
+        return [plan.convert(r) for r in raw]
 
 
-def observed(conn: Connection) -> bool:
-    """Whether anything listens to this connection's (or its engine's) cursor events."""
+def observed(conn: Connection | Engine) -> bool:
+    """Whether anything listens to the cursor events of this connection (or engine)."""
     dispatch = conn.dispatch
     return bool(dispatch.before_cursor_execute) or bool(dispatch.after_cursor_execute)

@@ -132,8 +132,10 @@ def _headers(app: Flask) -> None:
         for lower, name, value in _LOWER:
             if lower not in present:
                 headers.add(name, value)
-        if "HTTP_HX_REQUEST" in request.environ or (
-            "vary" in present and "HX-Request" in resp.vary
+        # An htmx request's answer varies by it (pages.render says so itself;
+        # this covers every other view). Parsed only when it is not there yet.
+        if "HTTP_HX_REQUEST" in request.environ and "hx-request" not in (
+            headers.get("Vary", "").lower()
         ):
             resp.vary.add("HX-Request")
         return resp

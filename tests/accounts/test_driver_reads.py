@@ -34,13 +34,18 @@ def test_rows_are_what_sqlalchemy_gives_with_and_without_listeners(
     with db.reading() as conn:
         assert not observed(conn)
         quick = read.all(conn, _params(user))
+    pooled = read.read(_params(user))  # on a pooled driver connection of its own
     with statements() as sql, db.reading() as conn:
         assert observed(conn)
         seen = read.all(conn, _params(user))
+    with statements() as sql_too:
+        seen_too = read.read(_params(user))
     assert len(expected) == 2
     assert [tuple(r) for r in quick] == [tuple(r) for r in seen] == expected
+    assert [tuple(r) for r in pooled] == [tuple(r) for r in seen_too] == expected
     sent = " ".join(read.sql(conn.dialect).split())
     assert [s for s in sql if not s.startswith("BEGIN")] == [sent]
+    assert [s for s in sql_too if not s.startswith("BEGIN")] == [sent]
     row = quick[0]
     assert row.email == "ada@example.com" and row.email_verified is False
     assert row.created_at.tzinfo is not None and row.sign_in_created_at.tzinfo is not None
@@ -48,9 +53,8 @@ def test_rows_are_what_sqlalchemy_gives_with_and_without_listeners(
 
 
 def test_no_row_and_a_wrong_user_give_none(app: Flask, user: Any) -> None:
-    with db.reading() as conn:
-        assert signins.live_user(conn, user.id, "not-a-sign-in-secret") is None
-        assert signins.live_user_with_sign_ins(conn, "no-such-user", "x") is None
+    assert signins.live_user(user.id, "not-a-sign-in-secret") is None
+    assert signins.live_user_with_sign_ins("no-such-user", "x") is None
 
 
 def test_a_driver_error_is_sqlalchemys_error(app: Flask) -> None:
@@ -58,5 +62,7 @@ def test_a_driver_error_is_sqlalchemys_error(app: Flask) -> None:
     read = DriverRead(select(missing.c.id).where(missing.c.id == bindparam("id")))
     with pytest.raises(DBAPIError), db.reading() as conn:
         read.all(conn, {"id": "x"})
+    with pytest.raises(DBAPIError):
+        read.read({"id": "x"})
     with db.reading() as conn:  # the pool is still usable afterwards
         assert conn.exec_driver_sql("SELECT 1").scalar() == 1

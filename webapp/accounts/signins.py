@@ -32,7 +32,6 @@ from sqlalchemy import (
 )
 
 from webapp import clock, db
-from webapp.driver_reads import DriverRead
 from webapp.accounts import addresses, passwords
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
@@ -41,6 +40,7 @@ from webapp.accounts.result import Result
 from webapp.accounts.stream import RowChange, append_to, change, unsealed
 from webapp.accounts.tables import user_sessions, users
 from webapp.accounts.users import SignIn, User, find_by_email, from_row, get_user
+from webapp.driver_reads import DriverRead
 from webapp.eventstore import Event, VersionConflict
 from webapp.tenants import DEFAULT_TENANT
 
@@ -151,14 +151,14 @@ _LIVE_USER = DriverRead(
 )
 
 
-def live_user(
-    conn: Connection, user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
-) -> User | None:
-    """The user, if `secret` names a live sign-in of theirs: one statement."""
+def live_user(user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT) -> User | None:
+    """The user, if `secret` names a live sign-in of theirs: one statement, on
+    a pooled connection of its own."""
     params = {"tenant_id": tenant_id, "user_id": user_id, "digest": _digest(secret)}
-    r = _LIVE_USER.first(conn, {**params, "now": clock.now()})
-    if r is None:
+    rows = _LIVE_USER.read({**params, "now": clock.now()})
+    if not rows:
         return None
+    r = rows[0]
     return dataclasses.replace(from_row(r), sign_in_active_at=r.sign_in_active_at)
 
 
@@ -186,12 +186,12 @@ _LIVE_USER_AND_SIGN_INS = DriverRead(
 
 
 def live_user_with_sign_ins(
-    conn: Connection, user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
+    user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
 ) -> User | None:
     """`live_user`, plus every live sign-in of the user (`User.sign_ins`: digest,
     browser, system, address, created_at, last_active_at), in one statement."""
     params = {"tenant_id": tenant_id, "user_id": user_id, "now": clock.now()}
-    rows = _LIVE_USER_AND_SIGN_INS.all(conn, params)
+    rows = _LIVE_USER_AND_SIGN_INS.read(params)
     mine = _digest(secret)
     this = next((r for r in rows if r.sign_in_digest == mine), None)
     if this is None:
