@@ -295,6 +295,13 @@ def ping() -> None:
         conn.exec_driver_sql("SELECT 1").scalar()
 
 
+def readers() -> Engine:
+    """The engine `reading()` takes its connections from (the same pool)."""
+    if _readers is None:
+        raise RuntimeError("database engine not initialised; call create_app() first")
+    return _readers
+
+
 @contextmanager
 def reading() -> Iterator[Connection]:
     """A connection for reads: on SQLite in a deferred transaction, rolled back

@@ -8,13 +8,15 @@ which works before and after `init_app`)."""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import Any
 
-from flask import Flask, Response, current_app, make_response, render_template, request
-from flask.sessions import SecureCookieSessionInterface
+from flask import Flask, Request, Response, current_app, make_response, render_template, request
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_babel import gettext
 from flask_wtf.csrf import CSRFError, CSRFProtect
-from itsdangerous import URLSafeTimedSerializer
+from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -35,13 +37,30 @@ CSP = (
 )
 
 
+# Session cookies opened (signature checked, payload decoded) per process, by
+# their exact value: a browser sends the same cookie on request after request.
+OPENED_KEPT = 4096
+_SCALARS = (str, int, float, bool, type(None))
+
+
 class SessionInterface(SecureCookieSessionInterface):
     """Flask's signed-cookie session, with its signing serializer built once per
-    set of keys: Flask builds one per request, and itsdangerous test-serialises
-    an empty dict to build it. Same cookie, same keys, same checks."""
+    set of keys (Flask builds one per request, and itsdangerous test-serialises
+    an empty dict to build it), and each cookie value opened once per process:
+    checking the signature and decoding the payload cost more than the rest of
+    Flask's request set-up. Same cookie, same keys, same checks: a kept value is
+    still refused once older than the session's lifetime (itsdangerous's rule,
+    from the time it was signed), a value signed with other keys is another
+    entry, and only payloads of plain values are kept (a session holding a list,
+    e.g. flashed messages, is decoded every time, so no request can change a
+    kept one in place)."""
+
+    clock = staticmethod(time.time)
 
     def __init__(self) -> None:
         self._serializers: dict[tuple[object, ...], URLSafeTimedSerializer | None] = {}
+        self._opened: dict[tuple[object, str], tuple[dict[str, Any], int]] = {}
+        self._lock = threading.Lock()
 
     def get_signing_serializer(self, app: Flask) -> URLSafeTimedSerializer | None:
         key = (app.secret_key, *(app.config["SECRET_KEY_FALLBACKS"] or ()))
@@ -50,6 +69,29 @@ class SessionInterface(SecureCookieSessionInterface):
         except KeyError:
             made = self._serializers[key] = super().get_signing_serializer(app)
             return made
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        s = self.get_signing_serializer(app)
+        if s is None:
+            return None
+        val = request.cookies.get(self.get_cookie_name(app))
+        if not val:
+            return self.session_class()
+        max_age = int(app.permanent_session_lifetime.total_seconds())
+        key = (s, val)
+        kept = self._opened.get(key)
+        if kept is not None and 0 <= int(self.clock()) - kept[1] <= max_age:
+            return self.session_class(kept[0])
+        try:
+            data, signed_at = s.loads(val, max_age=max_age, return_timestamp=True)
+        except BadSignature:
+            return self.session_class()
+        if isinstance(data, dict) and all(isinstance(v, _SCALARS) for v in data.values()):
+            with self._lock:
+                if len(self._opened) >= OPENED_KEPT:
+                    self._opened.clear()
+                self._opened[key] = (dict(data), int(signed_at.timestamp()))
+        return self.session_class(data)
 
 
 def init_app(app: Flask) -> None:
@@ -90,8 +132,10 @@ def _headers(app: Flask) -> None:
         for lower, name, value in _LOWER:
             if lower not in present:
                 headers.add(name, value)
-        if "HTTP_HX_REQUEST" in request.environ or (
-            "vary" in present and "HX-Request" in resp.vary
+        # An htmx request's answer varies by it (pages.render says so itself;
+        # this covers every other view). Parsed only when it is not there yet.
+        if "HTTP_HX_REQUEST" in request.environ and "hx-request" not in (
+            headers.get("Vary", "").lower()
         ):
             resp.vary.add("HX-Request")
         return resp

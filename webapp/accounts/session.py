@@ -14,7 +14,6 @@ from urllib.parse import unquote, urlsplit
 from flask import Flask, Response, current_app, redirect, request, session, url_for
 from flask_login import LoginManager, current_user, login_user, logout_user
 
-from webapp import db
 from webapp.accounts import signins
 from webapp.accounts.users import User
 
@@ -48,11 +47,10 @@ def load_session_user(session_id: str) -> User | None:
     user_id, token, secret = (session_id.split(":") + ["", ""])[:3]
     if not user_id or not token or not secret:
         return None
-    with db.reading() as conn:
-        if request.method == "GET" and request.endpoint in WITH_SIGN_INS:
-            user = signins.live_user_with_sign_ins(conn, user_id, secret)
-        else:
-            user = signins.live_user(conn, user_id, secret)
+    if request.method == "GET" and request.endpoint in WITH_SIGN_INS:
+        user = signins.live_user_with_sign_ins(user_id, secret)
+    else:
+        user = signins.live_user(user_id, secret)
     if user is None or not secrets.compare_digest(user.session_token, token):
         return None
     user = dataclasses.replace(user, sign_in=secret)

@@ -40,6 +40,7 @@ from webapp.accounts.result import Result
 from webapp.accounts.stream import RowChange, append_to, change, unsealed
 from webapp.accounts.tables import user_sessions, users
 from webapp.accounts.users import SignIn, User, find_by_email, from_row, get_user
+from webapp.driver_reads import DriverRead
 from webapp.eventstore import Event, VersionConflict
 from webapp.tenants import DEFAULT_TENANT
 
@@ -134,10 +135,11 @@ def keep_alive(user: User) -> User:
     return dataclasses.replace(user, sign_in_active_at=now, sign_ins=moved)
 
 
-# The session check of every signed-in request, built once: the user, if the
-# browser's secret names a live sign-in of theirs (row there, not expired).
+# The session check of every signed-in request, built once and sent on the
+# driver's cursor (webapp/driver_reads.py): the user, if the browser's secret
+# names a live sign-in of theirs (row there, not expired).
 _u, _s = users, user_sessions
-_LIVE_USER = (
+_LIVE_USER = DriverRead(
     select(_u, _s.c.last_active_at.label("sign_in_active_at"))
     .join(_s, and_(_s.c.tenant_id == _u.c.tenant_id, _s.c.user_id == _u.c.id))
     .where(
@@ -149,21 +151,21 @@ _LIVE_USER = (
 )
 
 
-def live_user(
-    conn: Connection, user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
-) -> User | None:
-    """The user, if `secret` names a live sign-in of theirs: one statement."""
+def live_user(user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT) -> User | None:
+    """The user, if `secret` names a live sign-in of theirs: one statement, on
+    a pooled connection of its own."""
     params = {"tenant_id": tenant_id, "user_id": user_id, "digest": _digest(secret)}
-    r = conn.execute(_LIVE_USER, {**params, "now": clock.now()}).first()
-    if r is None:
+    rows = _LIVE_USER.read({**params, "now": clock.now()})
+    if not rows:
         return None
+    r = rows[0]
     return dataclasses.replace(from_row(r), sign_in_active_at=r.sign_in_active_at)
 
 
 # The same check for a page that lists the user's devices (Your devices): every
 # live sign-in of the user, each row carrying the user's columns, in one
 # statement; the session is live if one of the rows is this browser's.
-_LIVE_USER_AND_SIGN_INS = (
+_LIVE_USER_AND_SIGN_INS = DriverRead(
     select(
         _u,
         _s.c.digest.label("sign_in_digest"),
@@ -184,12 +186,12 @@ _LIVE_USER_AND_SIGN_INS = (
 
 
 def live_user_with_sign_ins(
-    conn: Connection, user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
+    user_id: str, secret: str, tenant_id: str = DEFAULT_TENANT
 ) -> User | None:
     """`live_user`, plus every live sign-in of the user (`User.sign_ins`: digest,
     browser, system, address, created_at, last_active_at), in one statement."""
     params = {"tenant_id": tenant_id, "user_id": user_id, "now": clock.now()}
-    rows = conn.execute(_LIVE_USER_AND_SIGN_INS, params).all()
+    rows = _LIVE_USER_AND_SIGN_INS.read(params)
     mine = _digest(secret)
     this = next((r for r in rows if r.sign_in_digest == mine), None)
     if this is None:

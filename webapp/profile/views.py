@@ -22,13 +22,21 @@ from flask import (
     request,
     session,
 )
-from flask_babel import get_locale, gettext, refresh
+from flask_babel import gettext, refresh
 from flask_login import current_user, login_required
 from markupsafe import Markup
 
 from webapp import danger_zone, pages, sections
 from webapp import forms as forms_core
-from webapp.accounts import change_email, change_password, language, reauth, registration, signins
+from webapp.accounts import (
+    change_email,
+    change_password,
+    i18n,
+    language,
+    reauth,
+    registration,
+    signins,
+)
 from webapp.accounts.result import Result
 from webapp.accounts.session import refresh_session, signed_in_user
 from webapp.devices import proof as devices_proof
@@ -102,7 +110,9 @@ def blank_page(view: View) -> Response:
     user = view.user
     owner = (user.tenant_id, user.id, csrf_secret, forms_core.is_fragment())
     # The factors section also shows whether the proof of identity is fresh.
-    version = (user.version, str(get_locale()), devices.stamp, reauth.is_fresh())
+    # The language as Flask-Babel would choose it (its `get_locale()` parses it
+    # into a Locale first, which only a render needs).
+    version = (user.version, i18n.select_locale(), devices.stamp, reauth.is_fresh())
     kept: RenderCache = current_app.extensions["profile.blank_pages"]
     html = kept.get_or_render(
         owner, version, lambda: Markup(respond(view, devices=devices).get_data(as_text=True))
