@@ -40,6 +40,8 @@ import bench.admin as admin_bench
 import bench.workflows as flow_bench
 from bench import history_load
 from bench.common import services, write_result
+from webapp import db
+from webapp.eventstore import positions
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "history.json"
@@ -90,9 +92,6 @@ def runs_list(app: Any) -> dict[str, float]:
 
 def phase(events: int, tmp: Path) -> dict[str, Any]:
     """One log (empty, or `events` long): load it, start workers, measure."""
-    from webapp import db
-    from webapp.eventstore import positions
-
     with ExitStack() as stack:
         db_url, redis_url = services(stack, tmp, reset=True)
         positions.forget()  # the database was recreated under the same URL

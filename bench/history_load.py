@@ -31,6 +31,8 @@ from typing import Any
 from sqlalchemy import Connection, text, update
 
 import webapp.workflows as wf
+from webapp.eventstore.tables import event_counter, events, projection_cursors
+from webapp.workflows.store.tables import workflow_runs
 
 BLOCK = 10
 SPAN = timedelta(days=30)
@@ -204,9 +206,6 @@ def block_rows(b: int, total: int, now: datetime) -> tuple[list[dict[str, Any]],
 
 
 def _load_sqlite(conn: Connection, blocks: int, now: datetime) -> None:
-    from webapp.eventstore.tables import event_counter, events
-    from webapp.workflows.store.tables import workflow_runs
-
     total = blocks * BLOCK
     evs: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
@@ -241,7 +240,5 @@ def analyze(engine: Any) -> None:
 def catch_up(conn: Connection, head: int) -> None:
     """Every projection cursor at the head: a production log's projections
     have applied its history."""
-    from webapp.eventstore.tables import projection_cursors
-
     c = projection_cursors.c
     conn.execute(update(projection_cursors).where(c.position < head).values(position=head))
