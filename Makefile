@@ -6,7 +6,7 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench bench-anchors install clean
+.PHONY: run test lint typecheck bench bench-anchors bench-history install clean
 
 # DBOS for `make bench-anchors` only, in a venv of its own (never the product's).
 DBOS_VERSION ?= 3.4.0
@@ -46,6 +46,11 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.web
 	$(BIN)/python -m bench.metrics_web
 	$(BIN)/python -m bench.admin
+
+# The same figures on an empty log and with 1,000,000 events in it (issue 23,
+# point 8; several minutes per backend). Not part of `make bench` or `make test`.
+bench-history: $(STAMP)
+	$(BIN)/python -m bench.history
 
 $(DBOS_STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'

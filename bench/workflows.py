@@ -131,7 +131,9 @@ def pct(values: list[float], p: float) -> float:
 
 
 class Bench:
-    def __init__(self, db_url: str, redis_url: str, instance: Path) -> None:
+    def __init__(
+        self, db_url: str, redis_url: str, instance: Path, modules: str = "bench.workflows"
+    ) -> None:
         self.env = {
             **os.environ,
             "DATABASE_URL": db_url,
@@ -140,7 +142,7 @@ class Bench:
             "SECRET_KEY": "bench-secret-key-0123456789abcdef",
             "LOG_LEVEL": "WARNING",
             "PYTHONPATH": str(ROOT),
-            "WORKFLOW_MODULES": "bench.workflows",
+            "WORKFLOW_MODULES": modules,
             "BENCH_CRASH_DIR": str(instance.parent),
         }
         self.procs: list[subprocess.Popen[bytes]] = []

@@ -56,6 +56,30 @@ def test_cli_runs_show_cancel_retry_stuck(use_workflow, work, clock, cli):
     )
 
 
+def test_cli_runs_lists_the_newest_runs_of_every_tenant_newest_first(
+    use_workflow, work, clock, cli
+):
+    use_workflow(
+        wf.workflow("cli-tenants", on="order.placed", steps=[wf.wait("p", "PT1M"), wf.ret(1)])
+    )
+    for i, tenant in enumerate(["acme", "default", "zeta", "acme", "default", "zeta"]):
+        emit("order.placed", {}, aggregate_id=f"o{i}", tenant=tenant)
+        work()
+        clock.advance(timedelta(seconds=1))
+    newest = sorted(runs("cli-tenants"), key=lambda r: r.started_at, reverse=True)
+    assert len(newest) == 6 and {r.tenant_id for r in newest} == {"acme", "default", "zeta"}
+
+    def listed(*args: str) -> list[str]:
+        out = cli.invoke(args=["workflows", "runs", *args]).output
+        return [line.split()[0] for line in out.splitlines()[1:]]
+
+    assert listed("--limit", "4") == [r.run_id for r in newest[:4]]
+    assert listed("--status", "suspended", "--workflow", "cli-tenants") == [
+        r.run_id for r in newest
+    ]
+    assert listed("--status", "failed") == []
+
+
 @pytest.fixture
 def hook_app(make_config, redis):
     from tests.support.database import clean_database

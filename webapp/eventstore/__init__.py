@@ -2,6 +2,7 @@
 
 from webapp.eventstore.positions import safe_position
 from webapp.eventstore.reads import (
+    event_at,
     get_event,
     get_events,
     head_position,
@@ -34,6 +35,7 @@ __all__ = [
     "VersionConflict",
     "append",
     "append_many",
+    "event_at",
     "get_event",
     "get_events",
     "has_inline",

@@ -67,6 +67,15 @@ def read_all(
     return [_from_row(r) for r in rows]
 
 
+def event_at(conn: Connection, position: int) -> Event | None:
+    """The event at a global position (None for a hole): one probe of the
+    primary key. (`read_all(after, limit=1, tenant_id=...)` asks the same
+    but lets SQLite's planner, which has no statistics, pick the stream
+    index by its tenant and sort the tenant's whole history.)"""
+    row = conn.execute(select(events).where(events.c.position == position)).first()
+    return _from_row(row) if row else None
+
+
 def get_event(conn: Connection, event_id: str) -> Event | None:
     row = conn.execute(select(events).where(events.c.id == event_id)).first()
     return _from_row(row) if row else None

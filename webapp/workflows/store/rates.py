@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from webapp import clock, db
-from webapp.eventstore import NewEvent, StreamId, append, read_all
+from webapp.eventstore import NewEvent, StreamId, append, event_at
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import Workflow
 from webapp.workflows.definition.rates import Rate
@@ -102,10 +102,14 @@ def debouncing(conn: Connection, key: Key) -> Any:
 
 def start_by(conn: Connection, row: Any) -> datetime | None:
     """A debouncing run's latest start (`startBy` of its run-queued), if any."""
-    found = read_all(conn, int(row.started_position) - 1, limit=1, tenant_id=row.tenant_id)
-    if not found or found[0].aggregate_id != row.run_id or found[0].type != ev.RUN_QUEUED:
+    found = event_at(conn, int(row.started_position))
+    if (
+        found is None
+        or (found.tenant_id, found.aggregate_id) != (row.tenant_id, row.run_id)
+        or found.type != ev.RUN_QUEUED
+    ):
         return None
-    at = found[0].payload.get("startBy")
+    at = found.payload.get("startBy")
     return datetime.fromisoformat(at) if at else None
 
 
