@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 
 from webapp import clock, db
+from webapp.redis_conn import get_redis
+from webapp.workflows.dispatch import holders
 from webapp.workflows.dispatch.drain import drain as drain_due
 from webapp.workflows.engine import continuation
 from webapp.workflows.engine.resume_rules import ResumeResult
@@ -33,8 +35,13 @@ def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
 
 
 @in_app
-def advance(tenant_id: str, run_id: str) -> str:
-    return continuation.advance(tenant_id, run_id)
+def advance(tenant_id: str, run_id: str, holder: str | None = None) -> str:
+    """Lease a running run nobody holds and run it on. With `holder` (the
+    timer found that holder dead), its lease is taken over before it expires
+    if this process still finds the holder dead and the lease still missed
+    its renewals (both checked again here: the holder may have come back)."""
+    dead = holders.confirmed_dead(get_redis(), holder) if holder is not None else frozenset()
+    return continuation.advance(tenant_id, run_id, dead)
 
 
 @in_app
