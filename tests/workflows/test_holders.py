@@ -186,7 +186,9 @@ def test_no_takeover_while_the_holder_still_renews(me, use_workflow, redis, cloc
     run_id = _start(use_workflow)
     held = _taken_by("renewing", run_id)
     clock.advance(heartbeat.MISSED + timedelta(seconds=1))
-    assert store_leases.renew("default", [(run_id, held.token)], heartbeat.lease_until(), "renewing")
+    assert store_leases.renew(
+        "default", [(run_id, held.token)], heartbeat.lease_until(), "renewing"
+    )
     timer.check_leases(redis, stop=_never())
     assert _queued(redis) == []
     out, _ = claims.take_leases("default", [run_id], dead=frozenset({"renewing"}))
