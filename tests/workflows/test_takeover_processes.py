@@ -35,10 +35,12 @@ def _worker(env: dict[str, str], log: Any) -> Proc:
 
 
 def _marks(path: Any) -> list[tuple[str, str, int]]:
+    """The marks written so far (a line still being written is left for later)."""
     out = []
-    for line in path.read_text().split():
-        run_id, what, pid = line.split(":")
-        out.append((run_id, what, int(pid)))
+    for line in path.read_text().splitlines(keepends=True):
+        if line.endswith("\n"):
+            run_id, what, pid = line.strip().split(":")
+            out.append((run_id, what, int(pid)))
     return out
 
 
