@@ -154,7 +154,7 @@ def test_a_dead_holders_run_is_taken_over_and_runs_to_its_end_once(
     _taken_by("doomed", run_id)  # ...which is SIGKILLed before its first step: no key, no renewal
     timer.check_leases(redis, stop=_never())
     assert _queued(redis) == []  # within its renewals: nobody takes it
-    clock.advance(heartbeat.MISSED + timedelta(milliseconds=1))
+    clock.advance(heartbeat.missed_after() + timedelta(milliseconds=1))
     timer.check_leases(redis, stop=_never())
     assert _queued(redis) == [(job_paths.ADVANCE, "default", run_id, "doomed")]
     timer.check_leases(redis, stop=_never())
@@ -170,7 +170,9 @@ def test_no_takeover_while_the_holders_key_lives(me, use_workflow, work, redis, 
     run_id = _start(use_workflow)
     _taken_by("busy", run_id)
     _alive(redis, clock, "busy", timedelta(seconds=10))
-    clock.advance(heartbeat.MISSED + timedelta(seconds=1))  # its renewals missed (a long commit)
+    clock.advance(
+        heartbeat.missed_after() + timedelta(seconds=1)
+    )  # its renewals missed (a long commit)
     timer.check_leases(redis, stop=_never())
     assert _queued(redis) == []
     # a takeover asked for anyway (the key came back meanwhile) is refused by the job
@@ -185,7 +187,7 @@ def test_no_takeover_while_the_holder_still_renews(me, use_workflow, redis, cloc
     the database says it is alive."""
     run_id = _start(use_workflow)
     held = _taken_by("renewing", run_id)
-    clock.advance(heartbeat.MISSED + timedelta(seconds=1))
+    clock.advance(heartbeat.missed_after() + timedelta(seconds=1))
     assert store_leases.renew(
         "default", [(run_id, held.token)], heartbeat.lease_until(), "renewing"
     )
@@ -201,7 +203,7 @@ def test_no_takeover_after_redis_lost_every_key(me, use_workflow, work, redis, c
     to come back; the lease's expiry stays the fallback."""
     run_id = _start(use_workflow)
     _taken_by("alive-but-flushed", run_id)
-    clock.advance(heartbeat.MISSED + timedelta(milliseconds=1))
+    clock.advance(heartbeat.missed_after() + timedelta(milliseconds=1))
     redis.flushdb()
     timer.check_leases(redis, stop=_never())
     assert _queued(redis) == []
@@ -218,7 +220,9 @@ def test_no_takeover_after_redis_lost_every_key(me, use_workflow, work, redis, c
 def test_a_stalled_holder_commits_nothing_after_a_takeover(me, use_workflow, redis, clock):
     run_id = _start(use_workflow)
     stale = _taken_by("stalled", run_id)
-    clock.advance(heartbeat.MISSED + timedelta(milliseconds=1))  # it stalls: no key, no renewal
+    clock.advance(
+        heartbeat.missed_after() + timedelta(milliseconds=1)
+    )  # it stalls: no key, no renewal
     dead = holders.confirmed_dead(redis, "stalled")
     assert dead == {"stalled"}
     out, (fresh,) = claims.take_leases("default", [run_id], dead=dead)

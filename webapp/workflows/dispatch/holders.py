@@ -100,10 +100,11 @@ def abandoned(
 
 
 def take_over(r: Redis, tenant_id: str, run_id: str, holder: str) -> bool:
-    """Enqueue `advance` for a run whose holder died, once per MISSED (whichever
-    timer asks first); the job checks the holder again (`confirmed_dead`)."""
+    """Enqueue `advance` for a run whose holder died, once per
+    `heartbeat.missed_after()` (whichever timer asks first); the job checks
+    the holder again (`confirmed_dead`)."""
     lock = f"webapp:wf:takeover:{tenant_id}:{run_id}"
-    if not r.lock(lock, timeout=heartbeat.MISSED.total_seconds()).acquire(blocking=False):
+    if not r.lock(lock, timeout=heartbeat.missed_after().total_seconds()).acquire(blocking=False):
         return False
     log.info("lease holder gone: run taken over", extra={"run_id": run_id, "holder": holder})
     enqueue(job_paths.ADVANCE, tenant_id, run_id, holder)

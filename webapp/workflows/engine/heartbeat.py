@@ -38,8 +38,7 @@ log = logging.getLogger("webapp.workflows")
 
 LEASE = timedelta(seconds=6)
 RENEW = timedelta(seconds=1.5)  # how often a held lease is renewed (at most a third of LEASE)
-# A lease not renewed for this long missed a renewal: its holder is dead or stalled.
-MISSED = RENEW + timedelta(seconds=0.5)
+SLACK = timedelta(seconds=0.5)  # a renewal's own time, and clock skew between workers
 
 Key = tuple[str, str, str]  # (tenant, run, token)
 
@@ -59,10 +58,16 @@ def renew_every() -> float:
     return min(RENEW, LEASE / 3).total_seconds()
 
 
+def missed_after() -> timedelta:
+    """A lease not renewed for this long missed a renewal: its holder is dead
+    or stalled (2 s with the 6 s lease)."""
+    return timedelta(seconds=renew_every()) + SLACK
+
+
 def unrenewed_before(now: datetime | None = None) -> datetime:
     """A lease running out before this instant missed its last renewal (it was
-    taken or renewed more than MISSED ago)."""
-    return (now or clock.now()) + LEASE - MISSED
+    taken or renewed more than `missed_after()` ago)."""
+    return (now or clock.now()) + LEASE - missed_after()
 
 
 def set_holder(name: str | None) -> None:
