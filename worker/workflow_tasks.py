@@ -7,7 +7,7 @@ import time
 
 from webapp import clock, db
 from webapp.redis_conn import get_redis
-from webapp.workflows.dispatch import holders
+from webapp.workflows.dispatch import holders, inflight, signals
 from webapp.workflows.dispatch.drain import drain as drain_due
 from webapp.workflows.engine import continuation
 from webapp.workflows.engine.resume_rules import ResumeResult
@@ -31,7 +31,8 @@ def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
         return ResumeResult.NOT_DUE  # the minute sweep or a later signal takes it
     if early > 0:
         time.sleep(early)
-    return continuation.resume_run(tenant_id, run_id, step_index)
+    with inflight.tracked([signals.member(tenant_id, run_id, step_index)]):
+        return continuation.resume_run(tenant_id, run_id, step_index)
 
 
 @in_app
@@ -51,7 +52,11 @@ def drain(tenant_id: str) -> int:
 
 @in_app
 def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
-    return continuation.advance_many(tenant_id, run_ids)
+    """Lease just-started runs and run them on (their continuations run ahead
+    of the lease: kept in flight until it commits, should this worker die)."""
+    members = [signals.member(tenant_id, r, signals.ADVANCE_STEP) for r in run_ids]
+    with inflight.tracked(members):
+        return continuation.advance_many(tenant_id, run_ids)
 
 
 @in_app

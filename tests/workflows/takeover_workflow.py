@@ -14,6 +14,7 @@ from datetime import timedelta
 import webapp.workflows as wf
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.engine import heartbeat
+from webapp.workflows.store import rows
 from worker.run_worker import main as run_worker
 from worker.tasks import _worker_app
 
@@ -52,6 +53,15 @@ def step_c(ctx: RunContext) -> str:
     return "c"
 
 
+def step_pure(ctx: RunContext) -> str:
+    """A pure step that ends the run: run ahead of the lease (settle ahead)."""
+    _mark(ctx, "pure-start")
+    if _first_to_get_here():
+        while True:  # until the test SIGKILLs this process
+            time.sleep(60)
+    return "pure"
+
+
 TAKEOVER = wf.workflow(
     "takeover-test",
     on="takeover.requested",
@@ -66,11 +76,19 @@ TAKEOVER = wf.workflow(
 )
 
 
+AHEAD = wf.workflow(
+    "takeover-ahead", on="ahead.requested", steps=[wf.compute("p", step_pure), wf.ret("done")]
+)
+
+
 def main() -> None:
-    """Worker entry for the subprocess: a lease of TAKEOVER_LEASE_S seconds
-    (the test makes it far longer than the test may take, so only a takeover
-    can continue the killed worker's run), the workflow, the worker."""
+    """Worker entry for the subprocess: a lease and a start grace of
+    TAKEOVER_LEASE_S seconds (the test makes them far longer than the test
+    may take, so only a takeover can continue the killed worker's run), the
+    workflows, the worker."""
     heartbeat.LEASE = timedelta(seconds=float(os.environ["TAKEOVER_LEASE_S"]))
+    rows.START_GRACE = heartbeat.LEASE  # a new run nobody leased is not re-dispatched either
     _worker_app()
     wf.register(TAKEOVER)
+    wf.register(AHEAD)
     run_worker()

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 from rq import Worker
@@ -22,9 +23,10 @@ from sqlalchemy import func, select
 
 from tests.procs import Proc, app_env, until
 from tests.support.workflows import emit, runs, types
-from tests.workflows.takeover_workflow import TAKEOVER
+from tests.workflows.takeover_workflow import AHEAD, TAKEOVER
 from webapp import db
 from webapp.eventstore.tables import events
+from webapp.workflows.store import rows
 
 LEASE_S = "600"
 
@@ -107,4 +109,62 @@ def test_a_sigkilled_workers_run_is_taken_over_by_the_other_worker(
     assert _events("takeover.before") == 1 and _events("takeover.after") == 1
     assert types(run_id).count("run-completed") == 1
     (run,) = runs(TAKEOVER.name)
+    assert run.results["return"] == "done"
+
+
+def test_a_run_killed_while_running_ahead_of_its_lease_goes_on_on_the_other_worker(
+    use_workflow, database_url, redis_url, redis, tmp_path, monkeypatch
+):
+    """A quick continuation (a pure step, then the end) runs before its lease
+    is taken: the killed worker left no lease and no holder in the database.
+    Its in-flight request goes back onto the resume list once its liveness
+    key is gone (the start grace, as long as the lease, cannot be what
+    continues the run)."""
+    monkeypatch.setattr(rows, "START_GRACE", timedelta(seconds=int(LEASE_S)))
+    use_workflow(AHEAD)
+    marks = tmp_path / "marks.txt"
+    marks.touch()
+    env = app_env(
+        database_url,
+        redis_url,
+        tmp_path / "instance",
+        TAKEOVER_MARKS=str(marks),
+        TAKEOVER_LEASE_S=LEASE_S,
+    )
+    workers = [_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
+    try:
+        pids = {w.popen.pid for w in workers}
+        until(
+            lambda: pids <= {w.pid for w in Worker.all(connection=redis)},
+            timeout=120,
+            what="both workers listen",
+        )
+        emit("ahead.requested", {}, aggregate_id="t2")
+        hung = until(
+            lambda: [m for m in _marks(marks) if m[1] == "pure-start"],
+            timeout=120,
+            what="the pure step started",
+        )
+        (run_id, _, doomed_pid), *_ = hung
+        (doomed,) = [w for w in workers if w.popen.pid == doomed_pid]
+        (survivor,) = [w for w in workers if w is not doomed]
+        (run,) = runs(AHEAD.name)
+        assert run.status == "running" and run.lease_token is None  # ahead of its lease
+        os.kill(doomed_pid, signal.SIGKILL)
+        doomed.popen.wait()
+        until(
+            lambda: [r.status for r in runs(AHEAD.name)] == ["completed"],
+            timeout=120,
+            what="the run completed on the survivor",
+        )
+        assert survivor.alive()
+        assert "worker gone: its requests resumed" in survivor.output()
+    finally:
+        for w in workers:
+            w.popen.kill()
+            w.stop()
+    done = Counter((what, pid) for rid, what, pid in _marks(marks) if rid == run_id)
+    assert done == Counter({("pure-start", doomed_pid): 1, ("pure-start", survivor.popen.pid): 1})
+    assert types(run_id).count("run-completed") == 1
+    (run,) = runs(AHEAD.name)
     assert run.results["return"] == "done"

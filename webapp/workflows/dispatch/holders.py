@@ -47,6 +47,7 @@ from worker import job_paths
 log = logging.getLogger("webapp.workflows")
 
 PREFIX = "webapp:wf:alive:"
+REGISTRY = "webapp:wf:holders"  # the names of the processes that keep a key (a set)
 TTL_MS = 2000
 REFRESH_S = 0.5
 # A missing key counts only once the checker's own key has existed this long:
@@ -67,10 +68,14 @@ def new_name() -> str:
 def refresh(r: Redis, name: str) -> bool:
     """Keep our key alive for another TTL; True when it had been lost (Redis
     flushed or restarted, or we stalled past the TTL) and was created again,
-    with the instant of its creation as its value."""
+    with the instant of its creation as its value (and our name put back in
+    the REGISTRY, which `inflight` reads)."""
     if r.pexpire(key(name), TTL_MS):
         return False
-    r.set(key(name), str(_ms()), px=TTL_MS)
+    pipe = r.pipeline(transaction=True)
+    pipe.set(key(name), str(_ms()), px=TTL_MS)
+    pipe.sadd(REGISTRY, name)
+    pipe.execute()
     return True
 
 
@@ -143,7 +148,10 @@ def keep_alive(stop: threading.Event, name: str) -> None:
             stop.wait(REFRESH_S)
     heartbeat.set_holder(None)
     with contextlib.suppress(RedisError, OSError):
-        get_redis().delete(key(name))
+        pipe = get_redis().pipeline(transaction=True)
+        pipe.srem(REGISTRY, name)
+        pipe.delete(key(name))
+        pipe.execute()
 
 
 def start(app: Flask, stop: threading.Event) -> tuple[str, threading.Thread]:

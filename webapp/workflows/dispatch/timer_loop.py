@@ -8,7 +8,9 @@ when a sooner one is added (a poke on a Redis list, which a second thread
 waits on and turns into that event); a due member is claimed with ZREM, so of several timers exactly one
 enqueues its resume. Every `LEASE_CHECK_S` it also looks for running runs
 whose lease expired, or whose holder died (`holders`: its liveness key is
-gone and the lease missed its renewals), and enqueues `advance` for them.
+gone and the lease missed its renewals), and enqueues `advance` for them;
+what a dead worker was about to claim goes back on the resume list
+(`inflight`).
 
 The database stays the truth: when Redis loses the set (flushed, restarted
 empty), the next lease check notices its marker is gone and rebuilds it from
@@ -31,7 +33,7 @@ from webapp import clock, db, tenants
 from webapp.health import liveness
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
-from webapp.workflows.dispatch import holders, signals, timer_reload
+from webapp.workflows.dispatch import holders, inflight, signals, timer_reload
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.store import queries
 from worker import job_paths
@@ -82,20 +84,22 @@ def expired_leases(limit: int = 500) -> list[tuple[str, str]]:
 
 
 def check_leases(r: Redis, stop: threading.Event) -> None:
-    """Re-dispatch the runs whose lease expired, and take over those whose
-    holder died (its liveness key is gone) before their lease expires."""
+    """Re-dispatch the runs whose lease expired, take over those whose holder
+    died (its liveness key is gone) before their lease expires, and push the
+    requests a dead worker was about to claim back onto the resume list."""
     expired, missed = lease_check()
     for tenant_id, run_id in expired:
         if stop.is_set():
             return
         redispatch(r, tenant_id, run_id)
     name = heartbeat.holder()
-    if not missed or name is None:  # a process without a key of its own cannot tell
+    if name is None:  # a process without a key of its own cannot tell who is dead
         return
-    for tenant_id, run_id, holder in holders.abandoned(r, name, missed):
+    for tenant_id, run_id, holder in holders.abandoned(r, name, missed) if missed else []:
         if stop.is_set():
             return
         holders.take_over(r, tenant_id, run_id, holder)
+    inflight.reap(r, name)
 
 
 def redispatch(r: Redis, tenant_id: str, run_id: str) -> bool:
