@@ -27,7 +27,7 @@ from tests.support.workflows import only_run, types
 from webapp import db
 from webapp.eventstore import NewEvent, StreamId, append
 from webapp.eventstore.tables import events
-from webapp.workflows.dispatch import holders
+from webapp.workflows.dispatch import holders, inflight, signals
 from webapp.workflows.dispatch import timer_loop as timer
 from webapp.workflows.engine import claims, heartbeat, run_loop, stops
 from webapp.workflows.engine.run_state import RunState, Stop
@@ -238,6 +238,38 @@ def test_a_stalled_holder_commits_nothing_after_a_takeover(me, use_workflow, red
     run = only_run("held")
     assert run.status == "completed" and run.results["return"] == "b"
     assert _notes() == 1 and counts == {"a": 2, "b": 1}  # only the step in flight ran twice
+
+
+def test_a_dead_workers_in_flight_requests_go_back_on_the_resume_list_once(me, redis, clock):
+    """What a worker was about to claim (its continuation running ahead of the
+    claim: no lease in the database yet) is pushed back once it is dead."""
+    asked = ["default|r1|0", "default|r2|-100"]
+    heartbeat.set_holder("doomed")
+    _alive(redis, clock, "doomed", timedelta(seconds=10))
+    redis.sadd(holders.REGISTRY, "doomed", ME)
+    with inflight.tracked(asked):
+        assert redis.smembers(inflight.key("doomed")) == {a.encode() for a in asked}
+        heartbeat.set_holder(ME)
+        assert inflight.reap(redis, ME) == 0  # its key lives
+        redis.delete(holders.key("doomed"))  # SIGKILLed: its key lapses
+        assert inflight.reap(redis, ME) == 2
+        assert sorted(redis.lrange(signals.RESUME_KEY, 0, -1)) == [a.encode() for a in asked]
+        assert inflight.reap(redis, ME) == 0  # once, whoever reaps
+        assert redis.smembers(holders.REGISTRY) == {ME.encode()}
+    heartbeat.set_holder(ME)
+    with inflight.tracked(["default|r3|0"]):
+        assert redis.smembers(inflight.key(ME)) == {b"default|r3|0"}
+    assert redis.smembers(inflight.key(ME)) == set()  # done: nothing left in flight
+
+
+def test_no_in_flight_request_is_pushed_back_after_redis_lost_every_key(me, redis, clock):
+    redis.flushdb()
+    redis.sadd(holders.REGISTRY, "alive-but-flushed")
+    redis.sadd(inflight.key("alive-but-flushed"), "default|r1|0")
+    assert inflight.reap(redis, ME) == 0  # our own key is gone too
+    assert holders.refresh(redis, ME) is True
+    assert inflight.reap(redis, ME) == 0  # ours is young: the other may not have written its own
+    assert redis.llen(signals.RESUME_KEY) == 0
 
 
 def _never() -> threading.Event:
