@@ -13,7 +13,8 @@ dropped), then measures:
 - sigkill_continue_s: the worker executing a step is SIGKILLed; seconds until
   the run completes on the other worker (the dead holder's liveness key gone,
   or its lease expired). BENCH_SIGKILLS times (a fresh worker replaces the
-  killed one each time): the worst is the figure, every sample is kept
+  killed one each time), alternately a step run ahead of its lease and one
+  under its lease: the worst is the figure, every sample is kept
 - flush_timer_late_s: Redis is flushed while runs wait on 8 s timers; the
   latest of their step.resumed minus wakeAt (the timer set rebuilt from the
   database)
@@ -89,12 +90,19 @@ def _hang_once(ctx: Any) -> int:
 CRASH = wf.workflow(
     "bench-crash", on="bench.crash", steps=[wf.compute("hang", _hang_once), wf.ret(1)]
 )
+# The same killed mid-step, under a lease: a step follows, so the continuation
+# is not run ahead of the lease (settle ahead) but executed under it.
+CRASH_LEASED = wf.workflow(
+    "bench-crash-leased",
+    on="bench.crash-leased",
+    steps=[wf.compute("hang", _hang_once), wf.compute("then", lambda ctx: 2), wf.ret(1)],
+)
 FLUSHED = wf.workflow(
     "bench-flushed", on="bench.flushed", steps=[wf.wait("eight", timedelta(seconds=8)), wf.ret(1)]
 )
 FLUSH_RUNS = int(os.environ.get("BENCH_FLUSH_RUNS", "20"))
 SIGKILLS = int(os.environ.get("BENCH_SIGKILLS", "3"))
-ALL = (THREE_STEP, AWAIT, TIMER, BACKLOG_WF, CRASH, FLUSHED)
+ALL = (THREE_STEP, AWAIT, TIMER, BACKLOG_WF, CRASH, CRASH_LEASED, FLUSHED)
 
 # (today per the issue, floor, goal, lower is better)
 TARGETS: dict[str, tuple[float, float, float, bool]] = {
@@ -342,13 +350,16 @@ class Bench:
 
     def sigkill_continue_s(self) -> list[float]:
         """`sigkill_once` SIGKILLS times, a fresh worker replacing the killed
-        one (registered with RQ) before the next."""
+        one (registered with RQ) before the next; the odd ones kill a run
+        under its lease (CRASH_LEASED), the even ones a run whose step runs
+        ahead of its lease (CRASH)."""
         out = []
         for i in range(SIGKILLS):
             if i:
                 self.start_worker()
                 self.until_worker(self.procs[-1].pid)
-            out.append(self.sigkill_once())
+            flow, event = (CRASH_LEASED, "bench.crash-leased") if i % 2 else (CRASH, "bench.crash")
+            out.append(self.sigkill_once(flow, event))
         return out
 
     def until_worker(self, pid: int) -> None:
@@ -363,21 +374,21 @@ class Bench:
         )
         time.sleep(3.0)
 
-    def sigkill_once(self) -> float:
+    def sigkill_once(self, flow: Any, event: str) -> float:
         import signal
 
         crash_dir = Path(self.env["BENCH_CRASH_DIR"])
         (crash_dir / "hang").touch()
         pid_file = crash_dir / "pid"
         pid_file.unlink(missing_ok=True)
-        self.emit("bench.crash", [{}])
+        self.emit(event, [{}])
         self.until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=60)
         pid = int(pid_file.read_text())
         os.kill(pid, signal.SIGKILL)
         t0 = time.perf_counter()
         (crash_dir / "hang").unlink()
-        done = self.count(CRASH.name, "completed") + 1
-        self.until(lambda: self.count(CRASH.name, "completed") >= done, timeout=600)
+        done = self.count(flow.name, "completed") + 1
+        self.until(lambda: self.count(flow.name, "completed") >= done, timeout=600)
         took = time.perf_counter() - t0
         self.procs = [p for p in self.procs if p.pid != pid]
         return took
