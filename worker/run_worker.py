@@ -45,6 +45,7 @@ from webapp.health import liveness
 from webapp.jobs.queue import QUEUES
 from webapp.logs import setup
 from webapp.redis_conn import redis_for
+from webapp.workflows.dispatch import holders
 from webapp.workflows.dispatch import resume_loop as resumer
 from webapp.workflows.dispatch import timer_loop as timer
 from worker.job_failures import JobFailures
@@ -212,7 +213,13 @@ def main() -> None:
     # So does the resume loop: a step due now is claimed by a thread that waits
     # for nothing else, not queued behind other jobs (webapp.workflows.dispatch.resume_loop).
     # Both stop claiming at the signal; the batch in hand is finished.
-    threads = [timer.start_thread(app, stop)[1], resumer.start_thread(app, stop)[1]]
+    # Its liveness key tells the others at once when it dies (holders: a run
+    # it held continues in about two seconds, not after its lease).
+    threads = [
+        holders.start(app, stop)[1],
+        timer.start_thread(app, stop)[1],
+        resumer.start_thread(app, stop)[1],
+    ]
     liveness.start(cfg, "worker")  # WORKER_HEALTH_PORT, when set: the two loops above
     try:
         with app.app_context():

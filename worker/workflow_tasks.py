@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 
 from webapp import clock, db
+from webapp.redis_conn import get_redis
+from webapp.workflows.dispatch import holders, inflight, signals
 from webapp.workflows.dispatch.drain import drain as drain_due
 from webapp.workflows.engine import continuation
 from webapp.workflows.engine.resume_rules import ResumeResult
@@ -29,12 +31,18 @@ def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
         return ResumeResult.NOT_DUE  # the minute sweep or a later signal takes it
     if early > 0:
         time.sleep(early)
-    return continuation.resume_run(tenant_id, run_id, step_index)
+    with inflight.tracked([signals.member(tenant_id, run_id, step_index)]):
+        return continuation.resume_run(tenant_id, run_id, step_index)
 
 
 @in_app
-def advance(tenant_id: str, run_id: str) -> str:
-    return continuation.advance(tenant_id, run_id)
+def advance(tenant_id: str, run_id: str, holder: str | None = None) -> str:
+    """Lease a running run nobody holds and run it on. With `holder` (the
+    timer found that holder dead), its lease is taken over before it expires
+    if this process still finds the holder dead and the lease still missed
+    its renewals (both checked again here: the holder may have come back)."""
+    dead = holders.confirmed_dead(get_redis(), holder) if holder is not None else frozenset()
+    return continuation.advance(tenant_id, run_id, dead)
 
 
 @in_app
@@ -44,7 +52,11 @@ def drain(tenant_id: str) -> int:
 
 @in_app
 def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
-    return continuation.advance_many(tenant_id, run_ids)
+    """Lease just-started runs and run them on (their continuations run ahead
+    of the lease: kept in flight until it commits, should this worker die)."""
+    members = [signals.member(tenant_id, r, signals.ADVANCE_STEP) for r in run_ids]
+    with inflight.tracked(members):
+        return continuation.advance_many(tenant_id, run_ids)
 
 
 @in_app

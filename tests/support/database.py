@@ -7,6 +7,7 @@ from sqlalchemy import text
 
 from webapp import clock as clockmod
 from webapp import db
+from webapp.eventstore import positions
 from webapp.workflows.store import definitions
 
 
@@ -27,6 +28,13 @@ def clean_database() -> None:
                 conn.execute(text(f'DELETE FROM "{name}"'))
         definitions.forget()  # the process's memory of stored definitions
         conn.execute(text("INSERT INTO event_counter (id, last_position) VALUES (1, 0)"))
+        if engine.dialect.name == "postgresql":
+            # Positions start at 1 again. Left where the last test stopped, they
+            # would show a fresh process a hole below the first event (the deleted
+            # ones), which it only passes at a held-back dispatch's retry, and
+            # that goes through rq-scheduler, which no test runs.
+            conn.execute(text("SELECT setval('events_position_seq', 1, false)"))
+        positions.forget()  # this process's walk, which the walk would also notice
         conn.execute(
             text("INSERT INTO tenants (id, name, created_at) VALUES ('default', 'Default', :t)"),
             {"t": clockmod.now().replace(tzinfo=None)},

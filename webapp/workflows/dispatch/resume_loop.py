@@ -12,9 +12,11 @@ a wait for an event ...) is handed to RQ under the lease the claim took
 that just started (a queued run whose slot freed, a child) comes the same way
 ("tenant|run|-100"): its lease is taken as the advance job would.
 
-Nothing here is the truth: a request lost with Redis, or popped by a worker
-that dies before its claim commits, is a due pending row that the minute
-sweep drains. An outage while handling a batch puts the batch back on the
+Nothing here is the truth: a request lost with Redis is a due pending row
+that the minute sweep drains. One popped by a worker that dies before its
+claim commits (it may be running the continuation ahead of the claim) is in
+that worker's in-flight set, which another worker's timer pushes back onto
+the list once the dead worker's liveness key is gone (`inflight`). An outage while handling a batch puts the batch back on the
 list (a second claim of a step already resumed answers already-resumed).
 """
 
@@ -30,7 +32,7 @@ from redis import Redis
 
 from webapp.health import liveness
 from webapp.redis_conn import get_redis
-from webapp.workflows.dispatch import signals
+from webapp.workflows.dispatch import inflight, signals
 from webapp.workflows.engine import continuation, transient
 
 log = logging.getLogger("webapp.workflows")
@@ -98,7 +100,8 @@ def loop(stop: threading.Event) -> None:
                 give_back(r, raw)
                 break
             if raw:
-                handle(raw)
+                with inflight.tracked([m.decode() if isinstance(m, bytes) else m for m in raw]):
+                    handle(raw)
             if outage:
                 log.info("workflow resume loop reconnected")
                 outage = False

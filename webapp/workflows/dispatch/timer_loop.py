@@ -7,7 +7,10 @@ until the earliest one (on a local event, to the millisecond), woken early
 when a sooner one is added (a poke on a Redis list, which a second thread
 waits on and turns into that event); a due member is claimed with ZREM, so of several timers exactly one
 enqueues its resume. Every `LEASE_CHECK_S` it also looks for running runs
-whose lease expired and enqueues `advance` for them.
+whose lease expired, or whose holder died (`holders`: its liveness key is
+gone and the lease missed its renewals), and enqueues `advance` for them;
+what a dead worker was about to claim goes back on the resume list
+(`inflight`).
 
 The database stays the truth: when Redis loses the set (flushed, restarted
 empty), the next lease check notices its marker is gone and rebuilds it from
@@ -30,7 +33,7 @@ from webapp import clock, db, tenants
 from webapp.health import liveness
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
-from webapp.workflows.dispatch import signals, timer_reload
+from webapp.workflows.dispatch import holders, inflight, signals, timer_reload
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.store import queries
 from worker import job_paths
@@ -58,14 +61,45 @@ def fire_due(r: Redis, now_ms: int, stop: threading.Event | None = None) -> int:
     return fired
 
 
+def lease_check(limit: int = 500) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """Running runs whose lease (or start grace) has run out, as (tenant, run),
+    and those whose lease only missed its renewals and names a holder, as
+    (tenant, run, holder): taken over if that holder is dead (`holders`)."""
+    now = clock.now()
+    expired: list[tuple[str, str]] = []
+    missed: list[tuple[str, str, str]] = []
+    with db.reading() as conn:
+        for tenant_id in tenants.all_ids(conn):
+            for r in queries.unrenewed(conn, tenant_id, heartbeat.unrenewed_before(now), limit):
+                if r.lease_until < now:
+                    expired.append((r.tenant_id, r.run_id))
+                elif r.lease_holder is not None and r.lease_token is not None:
+                    missed.append((r.tenant_id, r.run_id, r.lease_holder))
+    return expired, missed
+
+
 def expired_leases(limit: int = 500) -> list[tuple[str, str]]:
     """Running runs whose lease (or start grace) has run out."""
-    with db.reading() as conn:
-        return [
-            (r.tenant_id, r.run_id)
-            for tenant_id in tenants.all_ids(conn)
-            for r in queries.stale_running(conn, tenant_id, limit)
-        ]
+    return lease_check(limit)[0]
+
+
+def check_leases(r: Redis, stop: threading.Event) -> None:
+    """Re-dispatch the runs whose lease expired, take over those whose holder
+    died (its liveness key is gone) before their lease expires, and push the
+    requests a dead worker was about to claim back onto the resume list."""
+    expired, missed = lease_check()
+    for tenant_id, run_id in expired:
+        if stop.is_set():
+            return
+        redispatch(r, tenant_id, run_id)
+    name = heartbeat.holder()
+    if name is None:  # a process without a key of its own cannot tell who is dead
+        return
+    for tenant_id, run_id, holder in holders.abandoned(r, name, missed) if missed else []:
+        if stop.is_set():
+            return
+        holders.take_over(r, tenant_id, run_id, holder)
+    inflight.reap(r, name)
 
 
 def redispatch(r: Redis, tenant_id: str, run_id: str) -> bool:
@@ -113,10 +147,7 @@ def loop(stop: threading.Event, poked: threading.Event | None = None) -> None:
                 next_lease_check = time.monotonic() + LEASE_CHECK_S
                 if timer_reload.reload_if_lost(r):
                     fire_due(r, now_ms, stop)
-                for tenant_id, run_id in expired_leases():
-                    if stop.is_set():
-                        break
-                    redispatch(r, tenant_id, run_id)
+                check_leases(r, stop)
             wait = next_sleep(r, now_ms, min(MAX_SLEEP_S, next_lease_check - time.monotonic()))
             if wait > 0 and poked is not None:
                 poked.wait(wait)

@@ -102,7 +102,9 @@ class ClaimWrites:
         if d.result not in (ResumeResult.RESUMED, ResumeResult.ADVANCED):
             return None
         token = runs.new_token()
-        values: dict[str, Any] = dict(lease_token=token, lease_until=heartbeat.lease_until())
+        values: dict[str, Any] = dict(
+            lease_token=token, lease_until=heartbeat.lease_until(), lease_holder=heartbeat.holder()
+        )
         if d.result == ResumeResult.RESUMED:
             values.update(step_index=d.step_index, attempt=d.attempt, results=d.results)
         self.extra[(self.tenant_id, row.run_id)] = values

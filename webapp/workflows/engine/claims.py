@@ -16,7 +16,7 @@ decides the same on the same row (`Ahead.fits`). What the claim writes is
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from webapp.eventstore import get_events
 from webapp.metrics import resume_latency
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import Workflow
-from webapp.workflows.engine import active_slots
+from webapp.workflows.engine import active_slots, heartbeat
 from webapp.workflows.engine.claim_writes import ClaimWrites
 from webapp.workflows.engine.resume_rules import (
     Decision,
@@ -201,13 +201,17 @@ def claim_due(
 
 
 def take_leases(
-    tenant_id: str, run_ids: list[str], ahead: Mapping[str, Ahead] | None = None
+    tenant_id: str,
+    run_ids: list[str],
+    ahead: Mapping[str, Ahead] | None = None,
+    dead: Collection[str] = (),
 ) -> tuple[dict[str, str], list[RunState]]:
     """Lease running runs nobody holds (just started, retried by an operator,
-    or their worker died), in one transaction: rows another worker holds are
-    skipped. A run with a fitting `ahead` entry settles in the same
-    transaction (its result is then its stop's). Returns each run's result
-    and the states to continue."""
+    or their worker died: its lease expired, or it is one of the `dead`
+    holders and missed its renewals), in one transaction: rows another
+    transaction holds are skipped. A run with a fitting `ahead` entry settles
+    in the same transaction (its result is then its stop's). Returns each
+    run's result and the states to continue."""
     out: dict[str, str] = {}
     states: list[RunState] = []
     with db.transaction() as conn:
@@ -217,10 +221,13 @@ def take_leases(
         shapes = old_shapes(conn, list(rows.values()))
         writes = ClaimWrites(tenant_id)
         now = clock.now()
+        missed_before = heartbeat.unrenewed_before(now)
         for row in rows.values():
             wf = definition_of(row)
             trigger = found.get(ref_of(row.trigger_event_ref))
-            d = decide_lease(row, wf, trigger, now, shapes.get(row.fingerprint))
+            d = decide_lease(
+                row, wf, trigger, now, shapes.get(row.fingerprint), dead, missed_before
+            )
             out[row.run_id] = d.result
             token = writes.add(row, row.step_index, d, wf=wf)
             pre = (ahead or {}).get(row.run_id)

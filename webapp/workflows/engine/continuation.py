@@ -13,7 +13,7 @@ Every entry ends here: the resume-run job (`resume_run`), the resume loop
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy import select
@@ -106,10 +106,11 @@ def resume_many(
     return out
 
 
-def advance(tenant_id: str, run_id: str) -> str:
-    """Take the lease of a running run nobody holds and run it from its last
-    committed step: its run result, or why not (leased, not-running, failed)."""
-    out, states = claims.take_leases(tenant_id, [run_id])
+def advance(tenant_id: str, run_id: str, dead: Collection[str] = ()) -> str:
+    """Take the lease of a running run nobody holds (or whose holder is one of
+    the `dead` and missed its renewals) and run it from its last committed
+    step: its run result, or why not (leased, not-running, failed)."""
+    out, states = claims.take_leases(tenant_id, [run_id], dead=dead)
     if not states:
         return out.get(run_id, ResumeResult.LEASED)  # skipped: another holds its row
     return run_loop.execute(tenant_id, run_id, states[0].token, states[0])

@@ -12,7 +12,15 @@ holding it has exited, not only until the innermost one has.
 
 One daemon thread per process renews every lease held here; `stop()` ends and
 joins it (the next `heartbeat` block starts a fresh one), `beat_now()` has it
-renew at once and waits for that renewal. The SQL is `store.leases.renew`."""
+renew at once and waits for that renewal. The SQL is `store.leases.renew`.
+
+A lease also names its holder: the process that took or last renewed it
+(`holder()`, set by the dispatch layer while this process keeps a liveness
+key in Redis, `webapp.workflows.dispatch.holders`; None in a process without
+one). A lease that missed its renewals (`unrenewed_before`) and whose holder's
+key is gone may be taken over before it expires (`resume_rules.decide_lease`);
+the takeover writes a new token, so the old holder's commits and renewals,
+which all check the token, do nothing."""
 
 from __future__ import annotations
 
@@ -29,7 +37,8 @@ from webapp.workflows.store import leases as store_leases
 log = logging.getLogger("webapp.workflows")
 
 LEASE = timedelta(seconds=6)
-BEATS_PER_LEASE = 3  # a lease is renewed this often within its length
+RENEW = timedelta(seconds=1.5)  # how often a held lease is renewed (at most a third of LEASE)
+SLACK = timedelta(seconds=0.5)  # a renewal's own time, and clock skew between workers
 
 Key = tuple[str, str, str]  # (tenant, run, token)
 
@@ -37,8 +46,39 @@ _held: Counter[Key] = Counter()  # open heartbeat blocks per lease, in this proc
 _cond = threading.Condition()  # guards _held and _beater, and signals beats
 
 
+_holder: str | None = None  # this process's liveness key name, while it keeps one
+
+
 def lease_until(now: datetime | None = None) -> datetime:
     return (now or clock.now()) + LEASE
+
+
+def renew_every() -> float:
+    """Seconds between two renewals of a held lease."""
+    return min(RENEW, LEASE / 3).total_seconds()
+
+
+def missed_after() -> timedelta:
+    """A lease not renewed for this long missed a renewal: its holder is dead
+    or stalled (2 s with the 6 s lease)."""
+    return timedelta(seconds=renew_every()) + SLACK
+
+
+def unrenewed_before(now: datetime | None = None) -> datetime:
+    """A lease running out before this instant missed its last renewal (it was
+    taken or renewed more than `missed_after()` ago)."""
+    return (now or clock.now()) + LEASE - missed_after()
+
+
+def set_holder(name: str | None) -> None:
+    """The name the leases this process takes or renews record as their holder
+    (None: no liveness key, the lease only expires)."""
+    global _holder
+    _holder = name
+
+
+def holder() -> str | None:
+    return _holder
 
 
 class _Beater:
@@ -59,7 +99,7 @@ class _Beater:
             with _cond:
                 _cond.wait_for(
                     lambda: self.stopping or self.asked > self.begun,
-                    timeout=LEASE.total_seconds() / BEATS_PER_LEASE,
+                    timeout=renew_every(),
                 )
                 if self.stopping:
                     return
@@ -80,7 +120,7 @@ _beater: _Beater | None = None
 def _renew(by_tenant: dict[str, list[tuple[str, str]]]) -> None:
     for tenant_id, held in by_tenant.items():
         try:
-            store_leases.renew(tenant_id, held, lease_until())
+            store_leases.renew(tenant_id, held, lease_until(), _holder)
         except Exception as exc:  # an outage: the engine's retries handle the run
             log.warning("lease heartbeat failed", extra={"error_class": type(exc).__name__})
 
@@ -88,7 +128,7 @@ def _renew(by_tenant: dict[str, list[tuple[str, str]]]) -> None:
 @contextmanager
 def heartbeat(tenant_id: str, held: Sequence[tuple[str, str]]) -> Iterator[None]:
     """Keep the leases ((run_id, token) pairs) renewed while the block runs,
-    each third of LEASE, and while any other block holding them runs."""
+    every `renew_every()` seconds, and while any other block holding them runs."""
     keys = [(tenant_id, run_id, token) for run_id, token in held]
     with _cond:
         _held.update(keys)

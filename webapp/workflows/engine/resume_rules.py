@@ -1,7 +1,7 @@
 """The resume rules, as pure functions of what the claim read: no database,
 no clock of their own, no Redis. `decide` answers resume-run's rules 2-7 for
-one suspended step; `decide_lease` whether a running run nobody holds may be
-leased again. The writers around them (`claims`) lock the rows, look the
+one suspended step; `decide_lease` whether a running run nobody holds (or
+whose holder died, `abandoned`) may be leased again. The writers around them (`claims`) lock the rows, look the
 events up, and append what the decision says.
 
 resume-run (docs/workflows.md, "Resuming a run"):
@@ -25,7 +25,7 @@ resume-run (docs/workflows.md, "Resuming a run"):
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -237,19 +237,37 @@ def decide_control(pending: Any, row: Any) -> Decision:
     return Decision(ResumeResult.ALREADY)
 
 
+def abandoned(row: Any, dead: Collection[str], missed_before: datetime) -> bool:
+    """A lease whose holder is dead (its liveness key is gone: `dead`) and that
+    missed its renewals (it runs out before `missed_before`): taken over before
+    it expires. Both must hold: a holder whose key lapsed but who still renews
+    (a stalled Redis connection) keeps its lease."""
+    return (
+        row.lease_token is not None
+        and row.lease_holder is not None
+        and row.lease_holder in dead
+        and row.lease_until is not None
+        and row.lease_until < missed_before
+    )
+
+
 def decide_lease(
     row: Any,
     wf: Workflow | None,
     trigger: Event | None,
     now: datetime,
     old_shape: Mapping[str, Any] | None = None,
+    dead: Collection[str] = (),
+    missed_before: datetime | None = None,
 ) -> Decision:
     """May a running run be leased again (just started, retried by an operator,
-    or its worker died)? Not while a live lease holds it; failed when its
-    definition changed where it has been (rule 4) or its trigger is gone."""
+    or its worker died)? Not while a live lease holds it (one not expired and
+    not `abandoned` by a dead holder); failed when its definition changed
+    where it has been (rule 4) or its trigger is gone."""
     if row is None or row.status != RunStatus.RUNNING:
         return Decision(ResumeResult.NOT_RUNNING)
-    if row.lease_token is not None and row.lease_until is not None and row.lease_until > now:
+    live = row.lease_token is not None and row.lease_until is not None and row.lease_until > now
+    if live and not (missed_before is not None and abandoned(row, dead, missed_before)):
         return Decision(ResumeResult.LEASED)
     if row.paused_by is not None:
         return Decision(ResumeResult.PAUSED)

@@ -14,9 +14,11 @@ from webapp.workflows.store.run_events import RunStatus
 from webapp.workflows.store.tables import workflow_runs
 
 
-def renew(tenant_id: str, held: Sequence[tuple[str, str]], until: datetime) -> int:
-    """Move the expiry of the leases held ((run_id, token) pairs) to `until`,
-    in one transaction. A lease that moved on (another token) or a run that is
+def renew(
+    tenant_id: str, held: Sequence[tuple[str, str]], until: datetime, holder: str | None = None
+) -> int:
+    """Move the expiry of the leases held ((run_id, token) pairs) to `until`
+    and name `holder` (the renewing process) their holder, in one transaction. A lease that moved on (another token) or a run that is
     no longer running is left alone. On PostgreSQL a runs row another
     transaction holds is skipped, not waited for: its holder is writing the
     run (a progress commit renews the lease itself, a finish settles it), and
@@ -39,6 +41,6 @@ def renew(tenant_id: str, held: Sequence[tuple[str, str]], until: datetime) -> i
                     workflow_runs.c.tenant_id == tenant_id,
                     workflow_runs.c.run_id.in_(free.scalar_subquery()),
                 )
-                .values(lease_until=until)
+                .values(lease_until=until, lease_holder=holder)
             ).rowcount
         )

@@ -83,6 +83,20 @@ def stale_running(conn: Connection, tenant_id: str | None = None, limit: int = 1
     return list(conn.execute(q))
 
 
+def unrenewed(conn: Connection, tenant_id: str, before: datetime, limit: int = 500) -> list[Any]:
+    """Running runs of a tenant whose lease runs out before `before` (expired
+    ones first): (tenant_id, run_id, lease_token, lease_holder, lease_until)."""
+    c = workflow_runs.c
+    return list(
+        conn.execute(
+            select(c.tenant_id, c.run_id, c.lease_token, c.lease_holder, c.lease_until)
+            .where(c.tenant_id == tenant_id, c.status == RunStatus.RUNNING, c.lease_until < before)
+            .order_by(c.lease_until)
+            .limit(limit)
+        )
+    )
+
+
 def stuck(conn: Connection, after: timedelta) -> tuple[list[Any], list[Any]]:
     """(pending rows due for longer than `after`, running rows whose lease ran
     out longer than `after` ago or who never had one)."""

@@ -57,6 +57,9 @@ workflow_runs = Table(
     Column("reason", String(100), nullable=True),
     Column("lease_token", String(36), nullable=True),
     Column("lease_until", UTCDateTime(), nullable=True),
+    # The process holding the lease (its liveness key in Redis, 0017); NULL:
+    # one without a key, whose lease only expires.
+    Column("lease_holder", String(40), nullable=True),
     Column("started_at", UTCDateTime(), nullable=False),
     Column("updated_at", UTCDateTime(), nullable=False),
     # The trigger event's aggregate id: whose run this is. Erasing that person
