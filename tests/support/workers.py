@@ -1,5 +1,5 @@
 """One test session's own database and Redis when pytest-xdist runs the suite in
-several worker processes (`make test` does, docs/testing.md): each worker gets a
+several worker processes (`make test` does, README "Two commands"): each worker gets a
 PostgreSQL database of its own, created from TEST_DATABASE_URL's and dropped at
 the end, and a Redis database index of its own on TEST_REDIS_URL's server. On
 the embedded defaults each worker already has its own SQLite file and Redis
