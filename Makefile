@@ -38,8 +38,21 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist): each has its own SQLite file
+# or PostgreSQL database, Redis and metrics directory (tests/conftest.py); the tests of
+# one xdist_group run in one of them. TEST_WORKERS=0 runs everything in this process.
+# On PostgreSQL the default is one process: the safe position resolves a hole once the
+# snapshot's xmin has passed it, and xmin spans every database of the server, so one
+# worker's open transactions hold back the other's readers (docs/performance.md, "CI time").
+# The metrics directory is set before pytest starts: its plugin imports webapp.metrics,
+# which reads it once (tests/__init__.py).
+TEST_WORKERS ?= $(if $(TEST_DATABASE_URL),0,2)
+
 test: $(STAMP) lint typecheck
-	$(BIN)/pytest $(PYTEST_ARGS)
+	@metrics="$$(mktemp -d -t test-metrics-XXXXXX)" && trap 'rm -rf "$$metrics"' EXIT && \
+	  echo "$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)" && \
+	  PROMETHEUS_MULTIPROC_DIR="$$metrics" \
+	  $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.workflows

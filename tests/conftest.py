@@ -4,7 +4,10 @@ a frozen clock, and a way to run the real RQ worker in burst mode."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,12 +21,16 @@ from sqlalchemy import create_engine, text
 
 from tests import procs
 from tests.mailserver import PrivateRedis, SmtpServer
+from tests.support import workers
+from tests.support.burst import BurstWorker
 from tests.support.database import clean_database
 from webapp import clock as clockmod
 from webapp import create_app, embedded_redis
 from webapp.clock import FrozenClock
 from webapp.config import Config
 from webapp.eventstore import projections
+from webapp.jobs.queue import QUEUES
+from webapp.metrics import MULTIPROC_ENV
 from webapp.migrate import upgrade
 from webapp.workflows.engine import heartbeat
 
@@ -31,11 +38,24 @@ from webapp.workflows.engine import heartbeat
 pytest_plugins = ["tests.support.web", "tests.support.accounts", "tests.support.workflows"]
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list[Any]) -> None:
+    """Each pytest-xdist worker counts its metrics in a directory of its own:
+    set in the worker's environment before it starts (execnet's `env:`), so
+    before the worker imports webapp.metrics, which reads it once. Workers that
+    shared one directory would see each other's samples on /metrics."""
+    for spec in specs:
+        path = tempfile.mkdtemp(prefix="test-metrics-")
+        atexit.register(shutil.rmtree, path, True)
+        spec.env[MULTIPROC_ENV] = path
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = os.environ.get("TEST_REDIS_URL")
     if url:
-        yield url
+        worker = workers.worker_id()
+        yield workers.own_redis_database(url, worker) if worker else url
         return
     sock = tmp_path_factory.mktemp("redis") / "redis.sock"
     proc = embedded_redis.start(sock)
@@ -46,8 +66,14 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = os.environ.get("TEST_DATABASE_URL")
+    worker = workers.worker_id()
+    if url and worker:  # pytest-xdist: a database of this worker's own
+        with workers.own_postgresql_database(url, worker) as own:
+            upgrade(own)
+            yield own
+        return
     if url:
         engine = create_engine(url)
         with engine.begin() as conn:
@@ -57,7 +83,7 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     else:
         url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
     upgrade(url)
-    return url
+    yield url
 
 
 @pytest.fixture
@@ -143,12 +169,9 @@ def client(app: Flask) -> FlaskClient:
 @pytest.fixture
 def work(app: Flask, redis: Redis) -> Any:
     """Run the real RQ worker (SimpleWorker, burst) until the queues are empty."""
-    from rq import SimpleWorker
-
-    from webapp.jobs.queue import QUEUES
 
     def run() -> None:
-        SimpleWorker(list(QUEUES), connection=redis).work(burst=True, logging_level="WARNING")
+        BurstWorker(list(QUEUES), connection=redis).work(burst=True, logging_level="WARNING")
 
     return run
 

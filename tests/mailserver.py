@@ -11,8 +11,8 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 from redis import Redis
-from rq import SimpleWorker
 
+from tests.support.burst import BurstWorker
 from webapp import embedded_redis
 from webapp.jobs.queue import QUEUES
 
@@ -75,6 +75,6 @@ class PrivateRedis:
 
     def work(self) -> None:
         """The real RQ worker on this Redis, in burst mode."""
-        SimpleWorker(list(QUEUES), connection=Redis.from_url(self.url)).work(
+        BurstWorker(list(QUEUES), connection=Redis.from_url(self.url)).work(
             burst=True, logging_level="WARNING"
         )

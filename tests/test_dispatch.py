@@ -11,6 +11,7 @@ from rq_scheduler import Scheduler
 from sqlalchemy import func, select
 
 from tests.helpers import append_one, applied_table, projection
+from tests.support.burst import BurstWorker
 from webapp import create_app, db, embedded_redis
 from webapp.jobs.queue import DISPATCH_FUNC
 from webapp.jobs.schedule import sync_schedule
@@ -74,14 +75,12 @@ def test_redis_down_at_commit_the_request_succeeds_and_the_sweep_delivers_once(
             scheduler = Scheduler(queue_name="default", connection=r)
             sync_schedule(scheduler)
             scheduler.enqueue_jobs()  # the periodic sweep falls due
-            from rq import SimpleWorker
-
-            SimpleWorker(["default"], connection=r).work(burst=True)
+            BurstWorker(["default"], connection=r).work(burst=True)
             with db.reading() as conn:
                 rows = list(conn.execute(select(t)))
             assert [row.event_id for row in rows] == [event_id]
             # Another sweep changes nothing: delivered exactly once.
             Queue("default", connection=r).enqueue(DISPATCH_FUNC)
-            SimpleWorker(["default"], connection=r).work(burst=True)
+            BurstWorker(["default"], connection=r).work(burst=True)
             assert _count(t) == 1
     embedded_redis.stop(proc)

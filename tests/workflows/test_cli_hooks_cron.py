@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import webapp.workflows as wf
+from tests.support.burst import BurstWorker
 from tests.support.workflows import emit, only_run, runs, types
 from webapp.config import ROOT
 from webapp.workflows.triggers import cron as trigger
@@ -93,8 +94,6 @@ def hook_app(make_config, redis):
 
 
 def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):
-    from rq import SimpleWorker
-
     from webapp.eventstore import projections
 
     d = wf.workflow(
@@ -119,11 +118,11 @@ def test_webhook_starts_a_run_only_with_a_valid_signature(hook_app, redis):
         r = client.post("/hooks/incoming", data=big, headers=signed_headers("s3cret", big))
         assert r.status_code == 413 and "too large" in r.get_json()["error"]
         assert client.post("/hooks/nowhere", data=body).status_code == 404
-        SimpleWorker(["default"], connection=redis).work(burst=True)
+        BurstWorker(["default"], connection=redis).work(burst=True)
         assert runs("hooked") == []
         r = client.post("/hooks/incoming", data=body, headers=signed_headers("s3cret", body))
         assert r.status_code == 202
-        SimpleWorker(["default"], connection=redis).work(burst=True)
+        BurstWorker(["default"], connection=redis).work(burst=True)
         run = only_run("hooked")
         assert run.status == "completed" and run.results["return"] == 7
         assert run.trigger_event_type == "workflow.webhook-received"

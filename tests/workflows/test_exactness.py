@@ -213,12 +213,13 @@ def test_redis_unavailable_inside_a_step_is_retried_by_the_engine(use_workflow, 
     assert run.status == "completed" and calls == [1, 1]
 
 
+# Fixed ids of no run: the test ids name them, and pytest-xdist workers must collect the same ids.
 BAD_ARGS = [
     ("default", "not-a-uuid", 0, "runId must be a UUID"),
-    ("default", str(uuid.uuid4()), "1", "stepIndex must be an integer"),
-    ("default", str(uuid.uuid4()), True, "stepIndex must be an integer"),
-    ("default", str(uuid.uuid4()), -1, "stepIndex must be an integer"),
-    ("no-such-tenant", str(uuid.uuid4()), 0, "unknown tenant"),
+    ("default", "0b6e3c1d-5f2a-4e8b-9c47-1a3d5e7f9b20", "1", "stepIndex must be an integer"),
+    ("default", "7d2f4a6b-8c1e-4f3a-b5d9-2e4c6a8b0d13", True, "stepIndex must be an integer"),
+    ("default", "c3a5e7f9-1b2d-4c6e-8a0f-3b5d7f9a1c24", -1, "stepIndex must be an integer"),
+    ("no-such-tenant", "e9b1d3f5-7a2c-4e6b-9d8f-4c6e8a0b2d35", 0, "unknown tenant"),
 ]
 
 

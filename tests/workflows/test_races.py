@@ -78,7 +78,7 @@ def test_redis_flushed_while_suspended_the_sweep_still_resumes(use_workflow, wor
         emit("order.placed", {}, aggregate_id=f"o{i}")
     work()
     assert len(pending()) == 3
-    redis.flushall()  # the scheduled resume jobs are gone
+    redis.flushdb()  # the scheduled resume jobs are gone (the app has this one database)
     clock.advance(timedelta(minutes=6))
     from worker.tasks import run_job
 
@@ -94,7 +94,7 @@ def test_started_run_lost_in_redis_is_advanced_by_the_sweep(use_workflow, clock,
     from webapp.eventstore import projections
 
     projections.run_all()
-    redis.flushall()
+    redis.flushdb()  # FLUSHDB, not FLUSHALL: other test workers may share the server
     assert only_run("lost").status == "running"
     clock.advance(30)
     sweep.sweep("default")
