@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import services
-from bench.transactions import _count, _emit
+from bench.transactions import _count, _emit, in_process
 from bench.workflows import THREE_STEP
 
 RUNS = int(os.environ.get("BENCH_CPU_RUNS", "2000"))
@@ -32,31 +32,7 @@ PROFILE = os.environ.get("BENCH_CPU_PROFILE") == "1"
 
 
 def measure(db_url: str, redis_url: str, instance: Path) -> dict[str, Any]:
-    from redis import Redis
-    from rq import SimpleWorker
-
-    import webapp.workflows as wf
-    from webapp import create_app
-    from webapp.config import Config
-    from webapp.eventstore import projections
-    from webapp.jobs.queue import QUEUES
-
-    env = {
-        "DATABASE_URL": db_url,
-        "REDIS_URL": redis_url,
-        "INSTANCE_PATH": str(instance),
-        "SECRET_KEY": "bench-secret-key-0123456789abcdef",
-        "LOG_LEVEL": "WARNING",
-    }
-    app = create_app(Config.from_env(env))
-    with app.app_context():
-        wf.register(THREE_STEP)
-        projections.ensure_cursors()
-        redis = Redis.from_url(redis_url)
-
-        def burst() -> None:
-            SimpleWorker(list(QUEUES), connection=redis).work(burst=True, logging_level="ERROR")
-
+    with in_process(db_url, redis_url, instance, THREE_STEP) as burst:
         _emit("bench.go", [{"i": i} for i in range(50)])  # warm: pool, caches, prepared
         burst()
         for _ in range(RUNS // 100):

@@ -26,8 +26,8 @@ import platform
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,16 +118,21 @@ def _due_awaits() -> list[tuple[str, str, int]]:
         return [tuple(row) for row in conn.execute(q)]  # type: ignore[misc]
 
 
-def measure(db_url: str, redis_url: str, instance: Path) -> dict[str, Any]:
+@contextmanager
+def in_process(
+    db_url: str, redis_url: str, instance: Path, *flows: Any
+) -> Iterator[Callable[[], None]]:
+    """The app in this process with `flows` registered and their triggers
+    reading from now on; yields a function that runs the real RQ worker
+    (`SimpleWorker`, burst) here until the queues are empty."""
     from redis import Redis
     from rq import SimpleWorker
 
     import webapp.workflows as wf
-    from webapp import create_app, db
+    from webapp import create_app
     from webapp.config import Config
     from webapp.eventstore import projections
     from webapp.jobs.queue import QUEUES
-    from webapp.workflows.engine import continuation
 
     env = {
         "DATABASE_URL": db_url,
@@ -138,14 +143,22 @@ def measure(db_url: str, redis_url: str, instance: Path) -> dict[str, Any]:
     }
     app = create_app(Config.from_env(env))
     with app.app_context():
-        wf.register(THREE_STEP)
-        wf.register(AWAIT)
+        for flow in flows:
+            wf.register(flow)
         projections.ensure_cursors()  # the triggers read from now on
         redis = Redis.from_url(redis_url)
 
         def burst() -> None:
             SimpleWorker(list(QUEUES), connection=redis).work(burst=True, logging_level="ERROR")
 
+        yield burst
+
+
+def measure(db_url: str, redis_url: str, instance: Path) -> dict[str, Any]:
+    from webapp import db
+    from webapp.workflows.engine import continuation
+
+    with in_process(db_url, redis_url, instance, THREE_STEP, AWAIT) as burst:
         counting = Counting([db.get_engine()])  # the readers share its pool and events
         out: dict[str, Any] = {}
 
