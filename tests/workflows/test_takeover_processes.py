@@ -15,6 +15,8 @@ import os
 import signal
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -52,10 +54,12 @@ def _events(type_: str) -> int:
         return int(conn.execute(q).scalar_one())
 
 
-def test_a_sigkilled_workers_run_is_taken_over_by_the_other_worker(
-    use_workflow, database_url, redis_url, redis, tmp_path
-):
-    use_workflow(TAKEOVER)
+@contextmanager
+def _two_workers(
+    database_url: str, redis_url: str, redis: Any, tmp_path: Any
+) -> Iterator[tuple[list[Proc], Any]]:
+    """Two worker processes with a lease longer than the test, both listening;
+    yields them and the file their steps write their marks to."""
     marks = tmp_path / "marks.txt"
     marks.touch()
     env = app_env(
@@ -73,17 +77,36 @@ def test_a_sigkilled_workers_run_is_taken_over_by_the_other_worker(
             timeout=120,
             what="both workers listen",
         )
+        yield workers, marks
+    finally:
+        for w in workers:
+            w.popen.kill()
+            w.stop()
+
+
+def _kill_at(workers: list[Proc], marks: Any, mark: str, what: str) -> tuple[str, int, Proc]:
+    """Wait for the first `mark`; SIGKILL the worker that wrote it. Returns the
+    run, the killed worker's pid and the survivor."""
+    hung = until(lambda: [m for m in _marks(marks) if m[1] == mark], timeout=120, what=what)
+    (run_id, _, doomed_pid), *_ = hung
+    (doomed,) = [w for w in workers if w.popen.pid == doomed_pid]
+    (survivor,) = [w for w in workers if w is not doomed]
+    return run_id, doomed_pid, survivor
+
+
+def _kill(workers: list[Proc], pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    next(w for w in workers if w.popen.pid == pid).popen.wait()
+
+
+def test_a_sigkilled_workers_run_is_taken_over_by_the_other_worker(
+    use_workflow, database_url, redis_url, redis, tmp_path
+):
+    use_workflow(TAKEOVER)
+    with _two_workers(database_url, redis_url, redis, tmp_path) as (workers, marks):
         emit("takeover.requested", {}, aggregate_id="t1")
-        hung = until(
-            lambda: [m for m in _marks(marks) if m[1] == "b-start"],
-            timeout=120,
-            what="step b started",
-        )
-        (run_id, _, doomed_pid), *_ = hung
-        (doomed,) = [w for w in workers if w.popen.pid == doomed_pid]
-        (survivor,) = [w for w in workers if w is not doomed]
-        os.kill(doomed_pid, signal.SIGKILL)
-        doomed.popen.wait()
+        run_id, doomed_pid, survivor = _kill_at(workers, marks, "b-start", "step b started")
+        _kill(workers, doomed_pid)
         until(
             lambda: [r.status for r in runs(TAKEOVER.name)] == ["completed"],
             timeout=120,
@@ -91,10 +114,6 @@ def test_a_sigkilled_workers_run_is_taken_over_by_the_other_worker(
         )
         assert survivor.alive()
         assert "lease holder gone: run taken over" in survivor.output()
-    finally:
-        for w in workers:
-            w.popen.kill()
-            w.stop()
     done = Counter((what, pid) for rid, what, pid in _marks(marks) if rid == run_id)
     other = survivor.popen.pid
     assert done == Counter(
@@ -122,36 +141,14 @@ def test_a_run_killed_while_running_ahead_of_its_lease_goes_on_on_the_other_work
     continues the run)."""
     monkeypatch.setattr(rows, "START_GRACE", timedelta(seconds=int(LEASE_S)))
     use_workflow(AHEAD)
-    marks = tmp_path / "marks.txt"
-    marks.touch()
-    env = app_env(
-        database_url,
-        redis_url,
-        tmp_path / "instance",
-        TAKEOVER_MARKS=str(marks),
-        TAKEOVER_LEASE_S=LEASE_S,
-    )
-    workers = [_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
-    try:
-        pids = {w.popen.pid for w in workers}
-        until(
-            lambda: pids <= {w.pid for w in Worker.all(connection=redis)},
-            timeout=120,
-            what="both workers listen",
-        )
+    with _two_workers(database_url, redis_url, redis, tmp_path) as (workers, marks):
         emit("ahead.requested", {}, aggregate_id="t2")
-        hung = until(
-            lambda: [m for m in _marks(marks) if m[1] == "pure-start"],
-            timeout=120,
-            what="the pure step started",
+        run_id, doomed_pid, survivor = _kill_at(
+            workers, marks, "pure-start", "the pure step started"
         )
-        (run_id, _, doomed_pid), *_ = hung
-        (doomed,) = [w for w in workers if w.popen.pid == doomed_pid]
-        (survivor,) = [w for w in workers if w is not doomed]
         (run,) = runs(AHEAD.name)
         assert run.status == "running" and run.lease_token is None  # ahead of its lease
-        os.kill(doomed_pid, signal.SIGKILL)
-        doomed.popen.wait()
+        _kill(workers, doomed_pid)
         until(
             lambda: [r.status for r in runs(AHEAD.name)] == ["completed"],
             timeout=120,
@@ -159,10 +156,6 @@ def test_a_run_killed_while_running_ahead_of_its_lease_goes_on_on_the_other_work
         )
         assert survivor.alive()
         assert "worker gone: its requests resumed" in survivor.output()
-    finally:
-        for w in workers:
-            w.popen.kill()
-            w.stop()
     done = Counter((what, pid) for rid, what, pid in _marks(marks) if rid == run_id)
     assert done == Counter({("pure-start", doomed_pid): 1, ("pure-start", survivor.popen.pid): 1})
     assert types(run_id).count("run-completed") == 1

@@ -24,6 +24,7 @@ from webapp.eventstore.tables import tenants
 from webapp.workflows.engine import claims, heartbeat, run_loop, settle_ahead, stops
 from webapp.workflows.engine.resume_rules import ResumeResult, validate
 from webapp.workflows.engine.run_state import RunState, Stop
+from webapp.workflows.store import leases
 
 log = logging.getLogger("webapp.workflows")
 
@@ -128,7 +129,10 @@ def advance_many(
 
 def continue_leased(tenant_id: str, run_id: str, token: str) -> str:
     """Continue a run whose lease `token` a claim took (a hand-off): "lost"
-    when the lease has moved on meanwhile."""
+    when the lease has moved on meanwhile. The lease names this process its
+    holder first: the claim named the claiming worker, which may be alive
+    while this one dies mid-step, and a live holder is never taken over."""
+    leases.renew(tenant_id, [(run_id, token)], heartbeat.lease_until(), heartbeat.holder())
     return run_loop.execute(tenant_id, run_id, token)
 
 
