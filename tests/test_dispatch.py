@@ -13,12 +13,9 @@ from sqlalchemy import func, select
 from tests.helpers import append_one, applied_table, projection
 from tests.support.burst import BurstWorker
 from webapp import create_app, db, embedded_redis
-from webapp.jobs import dispatch as dispatching
-from webapp.jobs import queue as jobqueue
 from webapp.jobs.queue import DISPATCH_FUNC
 from webapp.jobs.schedule import sync_schedule
 from webapp.redis_conn import redis_for
-from webapp.workflows.dispatch import resume_loop
 
 
 def _recorder(table):  # type: ignore[no-untyped-def]
@@ -47,29 +44,6 @@ def test_a_burst_of_commits_queues_one_dispatch_which_applies_everything(app, re
         assert q.count == 1
         work()
         assert _count(t) == 11
-
-
-def test_with_a_live_loop_a_burst_queues_one_request_on_the_fast_lane_and_no_job(app, redis, work):
-    """While a worker's resume loop is alive, the dispatch request is pushed
-    onto its list (no RQ job, no RQ per-job cost); the loop runs it
-    (`resume_loop.handle`), which clears the flag: the next commit asks again."""
-    with applied_table() as t, projection("p.fast", ["thing.happened"], _recorder(t)):
-        redis.set(jobqueue.FAST_LANE_ALIVE_KEY, "1", px=5000)
-        for _ in range(5):
-            append_one()
-        assert redis.lrange(jobqueue.FAST_LANE_KEY, 0, -1) == [b"dispatch"]
-        assert Queue("default", connection=redis).count == 0
-        popped = resume_loop.pop(redis, block_s=0.1)
-        assert resume_loop.handle(popped) == {}
-        assert _count(t) == 5
-        assert not redis.exists(jobqueue.DISPATCH_PENDING_KEY)
-        append_one()
-        assert redis.lrange(jobqueue.FAST_LANE_KEY, 0, -1) == [b"dispatch"]
-        # the RQ job (the scheduler's sweep) runs the same dispatch
-        redis.delete(jobqueue.FAST_LANE_KEY)
-        assert dispatching.run() == {"applied": 1, "parked": 0}
-        assert _count(t) == 6
-        assert Queue("default", connection=redis).count == 0
 
 
 def test_redis_down_at_commit_the_request_succeeds_and_the_sweep_delivers_once(

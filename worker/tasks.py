@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from flask import Flask, current_app, has_app_context
 
 from webapp import clock, db, tenants
-from webapp.jobs import dispatch as dispatching
+from webapp.eventstore import projections
 from webapp.jobs import queue as jobqueue
 from webapp.jobs.registry import get_job
 from webapp.jobs.schedule import SkipLock, fan_out
@@ -58,7 +58,13 @@ def in_app(fn: Callable[..., T]) -> Callable[..., T]:
 @in_app
 def dispatch() -> dict[str, Any]:
     """Run every async projection to the head of the log."""
-    return dispatching.run()
+    # Clear the flag first: a commit after this point queues a fresh dispatch.
+    get_redis().delete(jobqueue.DISPATCH_PENDING_KEY)
+    cfg = current_app.config["APP_CONFIG"]
+    result = projections.run_all(max_attempts=cfg.projection_max_attempts)
+    if result.retry_at is not None:
+        jobqueue.enqueue(jobqueue.DISPATCH_FUNC, at=result.retry_at)
+    return {"applied": result.applied, "parked": result.parked}
 
 
 @in_app

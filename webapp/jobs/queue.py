@@ -18,27 +18,6 @@ log = logging.getLogger(__name__)
 QUEUES = ("default",)
 DISPATCH_PENDING_KEY = "webapp:dispatch:pending"
 DISPATCH_FUNC = "worker.tasks.dispatch"
-# The workers' fast lane: a Redis list popped by a thread of every worker (the
-# workflow resume loop, `webapp.workflows.dispatch.resume_loop`), without RQ's
-# per-job cost. Every live loop keeps the alive key set. A projection dispatch
-# rides it as `DISPATCH_MEMBER` (no "|": never a run's "tenant|run|step").
-FAST_LANE_KEY = "webapp:wf:resume"
-FAST_LANE_ALIVE_KEY = "webapp:wf:resume:alive"
-DISPATCH_MEMBER = "dispatch"
-
-# One round trip: set the flag; when it was not set, push onto the fast lane if
-# a loop is alive (1), else tell the caller to queue the RQ job (2); 0: one is
-# already on its way.
-_REQUEST_DISPATCH = """
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', 300) then
-  return 0
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('RPUSH', KEYS[3], ARGV[1])
-  return 1
-end
-return 2
-"""
 
 # (dotted path, args, kwargs, at): where jobs go instead of Redis when set.
 JobSink = Callable[[str, tuple[Any, ...], dict[str, Any], datetime | None], None]
@@ -90,16 +69,13 @@ def enqueue(
 
 def request_dispatch(*_: Any) -> bool:
     """Ask for one projection dispatch. A burst of commits yields at most one
-    queued dispatch: the flag is set NX here and cleared when the dispatch
-    starts (`webapp.jobs.dispatch.run`). It goes onto the workers' fast lane
-    while a loop is alive, else it is an RQ job."""
+    queued dispatch: the flag is set NX here and cleared when the job starts."""
     if _sink is not None:
         _sink(DISPATCH_FUNC, (), {}, None)
         return True
     try:
         r = get_redis()
-        keys = (DISPATCH_PENDING_KEY, FAST_LANE_ALIVE_KEY, FAST_LANE_KEY)
-        if r.eval(_REQUEST_DISPATCH, len(keys), *keys, DISPATCH_MEMBER) == 2:
+        if r.set(DISPATCH_PENDING_KEY, "1", nx=True, ex=300):
             get_queue().enqueue(DISPATCH_FUNC)
         return True
     except RedisError as exc:

@@ -10,11 +10,7 @@ together. A continuation that needs commits of its own (a mail, a webhook,
 a wait for an event ...) is handed to RQ under the lease the claim took
 (`continue-run`), so one slow run never holds up the next resume. A run
 that just started (a queued run whose slot freed, a child) comes the same way
-("tenant|run|-100"): its lease is taken as the advance job would. A projection
-dispatch asked for while a loop is alive comes the same way too
-(`webapp.jobs.queue.DISPATCH_MEMBER`) and is run after the batch's resumes,
-in this thread: no RQ job, and no second thread of the worker competing with
-the claim for the interpreter.
+("tenant|run|-100"): its lease is taken as the advance job would.
 
 Nothing here is the truth: a request lost with Redis is a due pending row
 that the minute sweep drains. One popped by a worker that dies before its
@@ -35,8 +31,6 @@ from flask import Flask
 from redis import Redis
 
 from webapp.health import liveness
-from webapp.jobs import dispatch as dispatching
-from webapp.jobs import queue
 from webapp.redis_conn import get_redis
 from webapp.workflows.dispatch import inflight, signals
 from webapp.workflows.engine import continuation, transient
@@ -44,7 +38,6 @@ from webapp.workflows.engine import continuation, transient
 log = logging.getLogger("webapp.workflows")
 
 BATCH = 100
-_DISPATCH = {queue.DISPATCH_MEMBER, queue.DISPATCH_MEMBER.encode()}
 BLOCK_S = 1.0  # longest wait for a request; also how often the loop says it is alive
 
 
@@ -64,14 +57,10 @@ def pop(r: Redis, block_s: float = BLOCK_S) -> list[Any]:
 def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
     """Resume what the requests ask for, one claim transaction per tenant
     (`continuation.resume_requests`: a request that fails rule 1 is logged
-    and dropped); then a projection dispatch, when one was asked for."""
+    and dropped)."""
     requests = []
     advances: dict[str, list[str]] = {}
-    dispatch = False
     for item in raw:
-        if item in _DISPATCH:
-            dispatch = True
-            continue
         try:
             tenant_id, run_id, step = signals.parse_member(item)
         except ValueError as exc:
@@ -81,12 +70,9 @@ def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
             advances.setdefault(tenant_id, []).append(run_id)
         else:
             requests.append((tenant_id, run_id, step))
-    out = continuation.resume_requests(requests, handoff=signals.request_continue)
     for tenant_id, run_ids in advances.items():
         continuation.advance_many(tenant_id, run_ids, handoff=signals.request_continue)
-    if dispatch:
-        dispatching.run()
-    return out
+    return continuation.resume_requests(requests, handoff=signals.request_continue)
 
 
 def give_back(r: Redis, raw: list[Any]) -> None:

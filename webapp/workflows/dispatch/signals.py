@@ -21,7 +21,6 @@ from sqlalchemy import Connection
 
 from webapp import clock, db
 from webapp.jobs import enqueue, has_sink
-from webapp.jobs.queue import FAST_LANE_ALIVE_KEY, FAST_LANE_KEY
 from webapp.redis_conn import get_redis
 from webapp.workflows.engine import transient
 from webapp.workflows.store import start_signal, wake_signal
@@ -32,10 +31,8 @@ log = logging.getLogger("webapp.workflows")
 HELPER_KEY = "webapp:wf:drain-helper:{tenant}"
 TIMER_KEY = "webapp:wf:timers"  # sorted set: "tenant|run|step" scored by wake-up ms
 POKE_KEY = "webapp:wf:timers:poke"  # pushed when a wake-up is added: the timer re-plans
-# The workers' fast lane (`webapp.jobs.queue`): a list of "tenant|run|step" due
-# now (or a dispatch request) for the resume loops, and the key every live loop sets.
-RESUME_KEY = FAST_LANE_KEY
-ALIVE_KEY = FAST_LANE_ALIVE_KEY
+RESUME_KEY = "webapp:wf:resume"  # list of "tenant|run|step" due now, for the resume loops
+ALIVE_KEY = "webapp:wf:resume:alive"  # set (with an expiry) by every live resume loop
 LOOP_ALIVE_MS = 5000
 # A resume-loop request for a run that just started (no pending row): lease it
 # and run it (`advance`), as the advance job would.
