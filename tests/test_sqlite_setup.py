@@ -65,9 +65,9 @@ def test_the_app_sizes_its_connections_from_the_settings(tmp_path: Path) -> None
             assert pragma(conn, "mmap_size") == 256 * 1024 * 1024
 
 
-def test_defaults_are_a_16_mib_cache_and_a_1_gib_map(tmp_path: Path) -> None:
+def test_defaults_are_a_16_mib_cache_and_no_map(tmp_path: Path) -> None:
     cfg = Config.from_env({"INSTANCE_PATH": str(tmp_path)})
-    assert (cfg.sqlite_cache_mb, cfg.sqlite_mmap_mb) == (16, 1024)
+    assert (cfg.sqlite_cache_mb, cfg.sqlite_mmap_mb) == (16, 0)
     assert SqliteTuning() == SqliteTuning(cfg.sqlite_cache_mb, cfg.sqlite_mmap_mb)
 
 

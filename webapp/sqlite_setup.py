@@ -9,10 +9,12 @@ Besides the journal (WAL), durability, foreign keys, the busy timeout and
   within the same transaction. The cache is filled only as pages are read,
   and a connection drops it whenever another one has committed since (WAL),
   so on a small database it never reaches the limit.
-- `mmap_size`: the file is read through a memory map, shared by every
-  connection and process through the operating system's page cache, instead
-  of a `read()` and a copy per page. Only address space is reserved; the pages
-  stay the kernel's to evict, and writes still go through the log.
+- `mmap_size` (off unless set): the file is read through a memory map, shared
+  through the operating system's page cache, instead of a `read()` and a copy
+  per page. Off by default because in WAL mode SQLite unmaps the file, as it
+  drops its cache, at the start of every transaction that follows another
+  connection's commit: with workers committing all the time, each transaction
+  maps the file again and faults in every page it touches.
 
 `docs/performance.md`, "Cost against history", has the figures.
 """
@@ -32,10 +34,10 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True)
 class SqliteTuning:
-    """`SQLITE_CACHE_MB` and `SQLITE_MMAP_MB` (0 turns the map off)."""
+    """`SQLITE_CACHE_MB` and `SQLITE_MMAP_MB` (0, the default: no map)."""
 
     cache_mb: int = 16
-    mmap_mb: int = 1024
+    mmap_mb: int = 0
 
 
 def pragmas(tuning: SqliteTuning) -> list[str]:
