@@ -27,6 +27,7 @@ from webapp.eventstore import projections
 from webapp.health import readiness
 from webapp.jobs.queue import request_dispatch
 from webapp.metrics import web as metrics
+from webapp.sqlite_setup import SqliteTuning
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,9 @@ def create_app(config: Config | None = None) -> Flask:
             "remember-me cookies are sent without Secure, also over plain HTTP",
             extra={"base_url": config.base_url},
         )
-    engine = db.init_engine(config.database_url)
+    engine = db.init_engine(
+        config.database_url, SqliteTuning(config.sqlite_cache_mb, config.sqlite_mmap_mb)
+    )
     # After any commit that appended events: one (deduplicated) projection dispatch.
     db.on_after_commit(request_dispatch)
 

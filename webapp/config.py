@@ -182,6 +182,9 @@ class Config:
     # reverse proxies in front of the app whose X-Forwarded-For/-Proto to trust
     trusted_proxies: int = 0
     base_url: str = "http://127.0.0.1:5000"
+    # SQLite: each connection's page cache, and the file's memory map (0: off)
+    sqlite_cache_mb: int = 16
+    sqlite_mmap_mb: int = 0
     # workflows / projections
     projection_max_attempts: int = 5
     webhook_max_body: int = 256 * 1024
@@ -242,6 +245,9 @@ class Config:
             ratelimit_storage=env.get("RATELIMIT_STORAGE_URI") or "",
             trusted_proxies=_int(env, "TRUSTED_PROXIES", 0, 0, 10),
             base_url=(env.get("BASE_URL") or f"http://127.0.0.1:{port}").rstrip("/"),
+            sqlite_cache_mb=_int(env, "SQLITE_CACHE_MB", 16, 1, 4096),
+            # SQLite caps the map at 2 GiB less 64 KiB (its SQLITE_MAX_MMAP_SIZE).
+            sqlite_mmap_mb=_int(env, "SQLITE_MMAP_MB", 0, 0, 2047),
             projection_max_attempts=_int(env, "PROJECTION_MAX_ATTEMPTS", 5, 1, 100),
             webhook_max_body=_int(env, "WEBHOOK_MAX_BODY", 256 * 1024, 1024, 10 * 2**20),
             workflow_modules=_module_list(env, "WORKFLOW_MODULES"),

@@ -10,24 +10,27 @@ read-then-write transaction never fails with SQLITE_BUSY half way); on PostgreSQ
 it is a normal READ COMMITTED transaction. `reading()` is for reads: one
 deferred transaction on SQLite, no transaction at all on PostgreSQL (one round
 trip per statement). After a commit that appended events, the registered
-after-commit hooks run (the projection dispatcher uses this).
+after-commit hooks run (the projection dispatcher uses this). A SQLite file's
+engine and the pragmas of its connections are `webapp.sqlite_setup`'s.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Engine, MetaData, TypeDecorator, create_engine, event
 from sqlalchemy.exc import DisconnectionError
-from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection, QueuePool
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+
+from webapp import sqlite_setup
+from webapp.sqlite_setup import SqliteTuning
 
 log = logging.getLogger(__name__)
 
@@ -58,42 +61,9 @@ def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
     return engine_or_conn.dialect.name == "sqlite"
 
 
-def _register_sqlite_adapters() -> None:
-    """Explicit sqlite3 adapters for datetimes bound without a column type (`text()`
-    parameters): the defaults are deprecated since Python 3.12. Same ISO format as
-    those defaults, so stored values do not change."""
-    sqlite3.register_adapter(datetime, lambda value: value.isoformat(" "))
-    sqlite3.register_adapter(date, lambda value: value.isoformat())
-
-
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, sqlite: SqliteTuning | None = None) -> Engine:
     if url.startswith("sqlite"):
-        _register_sqlite_adapters()
-        # A file gets a real pool; an in-memory database keeps SQLAlchemy's
-        # default (each new connection would be another, empty database).
-        pool: dict[str, Any] = (
-            {}
-            if ":memory:" in url
-            else {"poolclass": QueuePool, "pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
-        )
-        engine = create_engine(
-            url,
-            connect_args={"timeout": 30, "check_same_thread": False, "isolation_level": None},
-            **pool,
-        )
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
-            # A delete overwrites what it frees with zeros, so an erased account's
-            # rows leave no readable bytes in the file (see `shred_freed_pages`).
-            cur.execute("PRAGMA secure_delete=ON")
-            cur.close()
-
+        engine = sqlite_setup.make_engine(url, sqlite or SqliteTuning(), POOL_SIZE, MAX_OVERFLOW)
         _begin_explicitly(engine, "BEGIN DEFERRED")
         return engine
     # The driver autocommits and a transaction sends its own BEGIN, as on SQLite:
@@ -145,11 +115,13 @@ def _ping_when_idle(engine: Engine) -> None:
             raise DisconnectionError(f"pooled connection is gone: {exc}") from exc
 
 
-def init_engine(url: str) -> Engine:
+def init_engine(url: str, sqlite: SqliteTuning | None = None) -> Engine:
+    """The process's engine for `url`; `sqlite` sizes a SQLite file's page
+    cache and memory map (`sqlite_setup`; the defaults when None)."""
     global _engine, _readers
     if _engine is not None:
         _engine.dispose()
-    _engine = make_engine(url)
+    _engine = make_engine(url, sqlite)
     # A PostgreSQL read needs no transaction: under READ COMMITTED every
     # statement has its own snapshot anyway, and BEGIN and ROLLBACK would be two
     # more round trips. A SQLite read keeps its deferred transaction (one
