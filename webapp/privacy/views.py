@@ -96,7 +96,8 @@ def _ready(job: exports.Job | None) -> bool:
 
 
 # The page as a plain GET shows it: one rendering per browser session, at most
-# this many per app (about 7 KB each, plus the rows of its key).
+# this many per app (about 7 KB of HTML each, plus up to ~12 KB for the rows
+# of its key: at most ~20 MB per process).
 KEPT_PAGES = 1000
 
 
