@@ -24,7 +24,7 @@ from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Dialect, Engine, Select
+from sqlalchemy import CompoundSelect, Connection, Dialect, Engine, Select
 
 from webapp import db
 
@@ -34,7 +34,7 @@ Processor = Callable[[Any], Any] | None
 class _Plan:
     """The statement compiled for one dialect, with its converters."""
 
-    def __init__(self, stmt: Select[Any], dialect: Dialect) -> None:
+    def __init__(self, stmt: Select[Any] | CompoundSelect[Any], dialect: Dialect) -> None:
         compiled = stmt.compile(dialect=dialect)
         self.sql = compiled.string
         binds = compiled.binds
@@ -67,11 +67,11 @@ class _Plan:
 
 
 class DriverRead:
-    """`stmt` (a select whose parameters are named `bindparam`s), run on the
-    driver's cursor of a pooled connection; rows as named tuples with the
-    select's column keys."""
+    """`stmt` (a select, or a union of selects, whose parameters are named
+    `bindparam`s), run on the driver's cursor of a pooled connection; rows as
+    named tuples with the select's column keys."""
 
-    def __init__(self, stmt: Select[Any]) -> None:
+    def __init__(self, stmt: Select[Any] | CompoundSelect[Any]) -> None:
         self.stmt = stmt
         self._plans: dict[str, _Plan] = {}
         self._lock = threading.Lock()

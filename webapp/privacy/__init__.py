@@ -14,6 +14,7 @@ from webapp.privacy import (
     tables,
     views,
 )
+from webapp.render_cache import RenderCache
 
 del jobs, tables  # imported for their registrations (the jobs, the tables)
 
@@ -27,6 +28,7 @@ def init_app(app: Flask) -> None:
         projection.register()
         _registered = True
     export_workflow.register()
+    app.extensions["privacy.blank_pages"] = RenderCache(size=views.KEPT_PAGES)
     app.register_blueprint(views.bp)
     app.register_blueprint(public_views.bp)
     cli.init_app(app)

@@ -13,12 +13,13 @@ The cursor names the last entry shown: `<microseconds since 1970>-<source>-<id>`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask_babel import lazy_gettext
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, String, and_, literal_column, or_, select
 
 from webapp.accounts import account, change_email, change_password, deletion, registration, reset
 from webapp.accounts import events as ev
@@ -130,55 +131,70 @@ def _older(at: Any, ident: Any, source: int, before: Cursor | None) -> Any:
     return at < before.at if source > before.source else at <= before.at
 
 
+def _listed(values: Iterable[str]) -> list[Any]:
+    """Our own constants as SQL literals (not parameters): a statement built once
+    (webapp/privacy/shown.py) sends no list of its own."""
+    assert all("'" not in v for v in values)
+    return [literal_column(f"'{v}'", String) for v in values]
+
+
+def events_where(tenant_id: Any, user_id: Any) -> tuple[Any, ...]:
+    """The events Your activity lists: the user's own stream, listed types only."""
+    c = events.c
+    return (
+        c.tenant_id == tenant_id,
+        c.aggregate_type == ev.AGGREGATE,
+        c.aggregate_id == user_id,
+        c.type.in_(_listed(EVENT_TEXTS)),
+    )
+
+
+def mails_where(tenant_id: Any, user_id: Any) -> tuple[Any, ...]:
+    """The mails Your activity lists: recorded for the user, listed kinds only."""
+    c = mail_outbox.c
+    return (c.tenant_id == tenant_id, c.user_id == user_id, c.kind.in_(_listed(MAIL_TEXTS)))
+
+
+def event_entry(version: int, type_: str, at: datetime) -> Entry:
+    return Entry(str(lazy_gettext(EVENT_TEXTS[type_])), at, Cursor(at, EVENT, version))
+
+
+def mail_entry(ident: int, kind: str, at: datetime) -> Entry:
+    return Entry(str(lazy_gettext(MAIL_TEXTS[kind])), at, Cursor(at, MAIL, ident))
+
+
 def _events(conn: Connection, user: User, before: Cursor | None) -> list[Entry]:
     c = events.c
     rows = conn.execute(
         select(c.version, c.type, c.recorded_at)
         .where(
-            c.tenant_id == user.tenant_id,
-            c.aggregate_type == ev.AGGREGATE,
-            c.aggregate_id == user.id,
-            c.type.in_(list(EVENT_TEXTS)),
+            *events_where(user.tenant_id, user.id),
             _older(c.recorded_at, c.version, EVENT, before),
         )
         .order_by(c.recorded_at.desc(), c.version.desc())
         .limit(PAGE + 1)
     )
-    return [
-        Entry(
-            str(lazy_gettext(EVENT_TEXTS[r.type])),
-            r.recorded_at,
-            Cursor(r.recorded_at, EVENT, r.version),
-        )
-        for r in rows
-    ]
+    return [event_entry(r.version, r.type, r.recorded_at) for r in rows]
 
 
 def _mails(conn: Connection, user: User, before: Cursor | None) -> list[Entry]:
     c = mail_outbox.c
     rows = conn.execute(
         select(c.id, c.kind, c.created_at)
-        .where(
-            c.tenant_id == user.tenant_id,
-            c.user_id == user.id,
-            c.kind.in_(list(MAIL_TEXTS)),
-            _older(c.created_at, c.id, MAIL, before),
-        )
+        .where(*mails_where(user.tenant_id, user.id), _older(c.created_at, c.id, MAIL, before))
         .order_by(c.created_at.desc(), c.id.desc())
         .limit(PAGE + 1)
     )
-    return [
-        Entry(str(lazy_gettext(MAIL_TEXTS[r.kind])), r.created_at, Cursor(r.created_at, MAIL, r.id))
-        for r in rows
-    ]
+    return [mail_entry(r.id, r.kind, r.created_at) for r in rows]
+
+
+def merged(entries: Iterable[Entry]) -> Page:
+    """One page of `entries` (each source's first PAGE + 1 at most), newest first."""
+    ordered = sorted(entries, key=lambda e: (e.key.at, e.key.source, e.key.id), reverse=True)
+    shown = ordered[:PAGE]
+    more = len(ordered) > PAGE
+    return Page(shown, str(shown[-1].key) if more else None)
 
 
 def page(conn: Connection, user: User, before: Cursor | None = None) -> Page:
-    merged = sorted(
-        [*_events(conn, user, before), *_mails(conn, user, before)],
-        key=lambda e: (e.key.at, e.key.source, e.key.id),
-        reverse=True,
-    )
-    shown = merged[:PAGE]
-    more = len(merged) > PAGE
-    return Page(shown, str(shown[-1].key) if more else None)
+    return merged([*_events(conn, user, before), *_mails(conn, user, before)])

@@ -14,24 +14,29 @@ from pathlib import Path
 from flask import (
     Blueprint,
     Response,
+    current_app,
     flash,
     make_response,
     redirect,
     render_template,
     request,
     send_file,
+    session,
     url_for,
 )
 from flask_babel import gettext
 from flask_login import login_required
+from markupsafe import Markup
 
 from webapp import danger_zone, db, pages, sections
 from webapp import forms as forms_core
-from webapp.accounts import ratelimit, restriction
+from webapp.accounts import i18n, ratelimit, restriction
 from webapp.accounts.result import Result
 from webapp.accounts.session import sign_out, signed_in_user
 from webapp.privacy import activity, downloads, exports, forms
+from webapp.privacy import shown as privacy_shown
 from webapp.privacy.export_workflow import folder
+from webapp.render_cache import RenderCache
 from webapp.sections import Screen, View
 
 bp = Blueprint("privacy", __name__, url_prefix="/privacy")
@@ -49,11 +54,6 @@ def _danger() -> dict[str, str]:
 
 def respond(view: View, status: int = 200, live: str | None = None) -> Response:
     """The privacy page or one of its sections."""
-    section = view.section
-    fragment = {
-        None: None,
-        danger_zone.SECTION: "_danger_zone.html",
-    }.get(section, f"privacy/_{section}.html")
     try:
         before = activity.parse_before(request.args.get("before"))
     except ValueError:
@@ -61,7 +61,21 @@ def respond(view: View, status: int = 200, live: str | None = None) -> Response:
     with db.reading() as conn:
         job = exports.latest(conn, view.user)
         entries = activity.page(conn, view.user, before)
-    ready = job is not None and downloads.check(job, folder()) == downloads.OK
+    return _render(view, job, entries, status, live)
+
+
+def _render(
+    view: View,
+    job: exports.Job | None,
+    entries: activity.Page,
+    status: int = 200,
+    live: str | None = None,
+) -> Response:
+    section = view.section
+    fragment = {
+        None: None,
+        danger_zone.SECTION: "_danger_zone.html",
+    }.get(section, f"privacy/_{section}.html")
     return pages.render(
         "privacy/page.html",
         fragment,
@@ -71,10 +85,50 @@ def respond(view: View, status: int = 200, live: str | None = None) -> Response:
         v=view,
         user=view.user,
         export_job=job,
-        export_ready=ready,
+        export_ready=_ready(job),
         activity=entries,
         danger=_danger(),
     )
+
+
+def _ready(job: exports.Job | None) -> bool:
+    return job is not None and downloads.check(job, folder()) == downloads.OK
+
+
+# The page as a plain GET shows it: one rendering per browser session, at most
+# this many per app (about 7 KB of HTML each, plus up to ~12 KB for the rows
+# of its key: at most ~20 MB per process).
+KEPT_PAGES = 1000
+
+
+def blank_page(view: View) -> Response:
+    """`respond(view)` for a plain GET of the page's top (no activity cursor),
+    kept per browser session (its CSRF secret, which the page's tokens are
+    signed from) and rendered again as soon as anything it shows may differ:
+    the account's version (its row: email, deletion, restriction, admin, the
+    language it chose), the language as chosen for this request, the kind of
+    request, the rows the page shows (read in one statement on every request:
+    the newest export job and the first page of Your activity) and whether
+    the export's file can be downloaded now (its expiry passes and its file is
+    deleted without a change of any row). The page (nav included) shows
+    nothing else; whoever adds to it adds to this key."""
+    user = view.user
+    shown = privacy_shown.read(user)
+    job = shown.job
+    csrf_secret = session.get(current_app.config["WTF_CSRF_FIELD_NAME"])
+    if not csrf_secret:  # the render makes it
+        return _render(view, job, shown.activity)
+    owner = (user.tenant_id, user.id, csrf_secret, forms_core.is_fragment())
+    version = (user.version, i18n.select_locale(), request.script_root, shown.rows, _ready(job))
+    kept: RenderCache = current_app.extensions["privacy.blank_pages"]
+    html = kept.get_or_render(
+        owner,
+        version,
+        lambda: Markup(_render(view, job, shown.activity).get_data(as_text=True)),
+    )
+    resp = make_response(str(html), 200)
+    resp.vary.add("HX-Request")  # as pages.render answers
+    return resp
 
 
 PRIVACY = Screen(respond, forms.blank)
@@ -88,7 +142,8 @@ def _answer(section: str, result: Result, form: forms.Form | None = None) -> Res
 @bp.get("")
 @login_required
 def show() -> Response:
-    return respond(PRIVACY.view(signed_in_user(), None))
+    view = PRIVACY.view(signed_in_user(), None)
+    return respond(view) if "before" in request.args else blank_page(view)
 
 
 @bp.get("/export")
