@@ -52,7 +52,7 @@ class DriverWrite:
     def all(self, conn: Connection, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         sql = self.sql(conn.dialect)
         driver = conn.connection.driver_connection
-        if observed(conn) or driver.info.transaction_status != TransactionStatus.IDLE:  # type: ignore[union-attr]
+        if observed(conn) or driver.pgconn.transaction_status != TransactionStatus.IDLE:  # type: ignore[union-attr]
             return [tuple(r) for r in conn.exec_driver_sql(sql, dict(params))]
         try:
             cursor = driver.cursor()  # type: ignore[union-attr]
