@@ -12,6 +12,11 @@ processes, in the same run:
 
 Each case runs its processes for BENCH_WRITE_SECONDS (default 5) after they
 have all connected and warmed up.
+
+First, CPU per call in one process (BENCH_WRITE_CPU_CALLS, default 3000, after
+200 to warm up): the client's CPU time of one publish and of one raw INSERT,
+and of the publish's dispatch request alone. With 8 CPU-bound processes on
+a few cores, CPU per publish is what decides the throughput ratio.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from bench.common import services, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS = float(os.environ.get("BENCH_WRITE_SECONDS", "5"))
+CPU_CALLS = int(os.environ.get("BENCH_WRITE_CPU_CALLS", "3000"))
 PROCESSES = [int(n) for n in os.environ.get("BENCH_WRITE_PROCESSES", "1,4,8").split(",")]
 RAW_TABLE = (
     "CREATE TABLE IF NOT EXISTS bench_raw (position bigserial PRIMARY KEY, id text NOT NULL,"
@@ -38,12 +44,9 @@ RAW_TABLE = (
 )
 
 
-def _publisher(
-    db_url: str, redis_url: str, instance: str, ready: Any, start: Any, stop: Any, out: Any
-) -> None:
+def _app(db_url: str, redis_url: str, instance: str) -> Any:
     from webapp import create_app
     from webapp.config import Config
-    from webapp.publish import publish
 
     env = {
         **os.environ,
@@ -53,7 +56,15 @@ def _publisher(
         "SECRET_KEY": "bench-secret-key-0123456789abcdef",
         "LOG_LEVEL": "WARNING",
     }
-    app = create_app(Config.from_env(env))
+    return create_app(Config.from_env(env))
+
+
+def _publisher(
+    db_url: str, redis_url: str, instance: str, ready: Any, start: Any, stop: Any, out: Any
+) -> None:
+    from webapp.publish import publish
+
+    app = _app(db_url, redis_url, instance)
     with app.app_context():
         for _ in range(20):  # warm: pool, prepared statements
             publish("bench.written", "bench", str(uuid.uuid4()), {"n": 0})
@@ -82,6 +93,50 @@ def _raw(
         conn.execute(sql, (str(uuid.uuid4()), "bench", "bench.written", json.dumps({"n": n})))
         n += 1
     out.put(n)
+
+
+def _cpu_per_call(call: Any) -> float:
+    """Milliseconds of this process's CPU time per `call(n)`."""
+    for n in range(200):
+        call(n)
+    began = time.process_time()
+    for n in range(CPU_CALLS):
+        call(n)
+    return (time.process_time() - began) / CPU_CALLS * 1000
+
+
+def _cpu(db_url: str, redis_url: str, instance: str, out: Any) -> None:
+    import psycopg
+
+    from webapp.jobs.queue import request_dispatch
+    from webapp.publish import publish
+
+    conn = psycopg.connect(db_url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
+    sql = "INSERT INTO bench_raw (id, stream, type, payload) VALUES (%s, %s, %s, %s)"
+    figures = {
+        "raw_cpu_ms": _cpu_per_call(
+            lambda n: conn.execute(
+                sql, (str(uuid.uuid4()), "bench", "bench.written", json.dumps({"n": n}))
+            )
+        )
+    }
+    with _app(db_url, redis_url, instance).app_context():
+        figures["publish_cpu_ms"] = _cpu_per_call(
+            lambda n: publish("bench.written", "bench", str(uuid.uuid4()), {"n": n})
+        )
+        figures["dispatch_request_cpu_ms"] = _cpu_per_call(lambda n: request_dispatch())
+    out.put(figures)
+
+
+def cpu_per_call(args: tuple[str, str, str]) -> dict[str, float]:
+    """CPU per publish and per raw insert, measured in a fresh process."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_cpu, args=(*args, out))
+    proc.start()
+    figures: dict[str, float] = out.get(timeout=600)
+    proc.join(30)
+    return {k: round(v, 3) for k, v in figures.items()}
 
 
 def measure(target: Any, processes: int, args: tuple[str, str, str]) -> float:
@@ -123,6 +178,13 @@ def main() -> None:
         instance = tmp / "instance"
         instance.mkdir()
         args = (db_url, redis_url, str(instance))
+        cpu = cpu_per_call(args)
+        print(
+            f"CPU per call, one process: publish {cpu['publish_cpu_ms']:.3f} ms"
+            f" (its dispatch request alone {cpu['dispatch_request_cpu_ms']:.3f} ms),"
+            f" raw insert {cpu['raw_cpu_ms']:.3f} ms"
+            f" ({cpu['publish_cpu_ms'] / cpu['raw_cpu_ms']:.1f}x)\n"
+        )
         rows = []
         print(f"{'processes':>9} {'publish/s':>10} {'raw/s':>8} {'ratio':>6}")
         for n in PROCESSES:
@@ -143,6 +205,7 @@ def main() -> None:
                 "backend": "postgresql",
                 "seconds": SECONDS,
                 "cases": rows,
+                "cpu_per_call_ms": cpu,
                 "floor_ratio_8": 0.5,
                 "goal_ratio_8": 0.8,
             },

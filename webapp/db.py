@@ -206,8 +206,9 @@ def statement_commits() -> Iterator[Connection]:
 
 
 def _committed(conn: Connection) -> None:
-    deferred = conn.info.pop("after_commit", [])
-    hooks = list(_after_commit_hooks) if conn.info.pop("events_appended", 0) else []
+    info = conn.info  # one lookup: each goes through the pooled connection
+    deferred = info.pop("after_commit", ())
+    hooks = list(_after_commit_hooks) if info.pop("events_appended", 0) else []
     for fn in [*deferred, *((lambda h=h: h(conn)) for h in hooks)]:
         try:
             fn()
@@ -215,9 +216,13 @@ def _committed(conn: Connection) -> None:
             log.exception("after-commit callback failed")
 
 
+_TRANSACTION_KEYS = ("events_appended", "after_commit", "before_commit", "tx_scope")
+
+
 def _forget_transaction(conn: Connection) -> None:
-    for key in ("events_appended", "after_commit", "before_commit", "tx_scope"):
-        conn.info.pop(key, None)
+    info = conn.info
+    for key in _TRANSACTION_KEYS:
+        info.pop(key, None)
 
 
 def current_transaction() -> Connection | None:

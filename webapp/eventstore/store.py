@@ -23,6 +23,7 @@ from sqlalchemy import Connection, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from webapp import clock
+from webapp.driver_writes import DriverWrite
 from webapp.eventstore import bulk
 from webapp.eventstore.records import (
     ANY,
@@ -42,6 +43,8 @@ InlineProjection = Callable[[Connection, Event], None]
 _inline: dict[str, list[InlineProjection]] = {}
 # An ANY append that lost the race for its version tries again this often.
 ANY_ATTEMPTS = 20
+# A single-event append that commits by itself goes on the driver's cursor.
+_APPEND_ONE = DriverWrite(bulk.APPEND_ONE)
 
 
 def register_inline(event_type: str, handler: InlineProjection) -> None:
@@ -114,9 +117,8 @@ def _append_drawn(
         params.update(n=len(rows), rows=bulk.encode_rows(rows))
     for _ in range(ANY_ATTEMPTS):
         if len(rows) == 1:  # ON CONFLICT DO NOTHING: a lost race returns no row
-            got: dict[str, Any] = {
-                rows[0]["id"]: conn.execute(bulk.APPEND_ONE, params).one_or_none()
-            }
+            found = _APPEND_ONE.all(conn, params)
+            got: dict[str, Any] = {rows[0]["id"]: found[0] if found else None}
         else:
             got = _insert_stream(conn, stream, params)
         if all(got.values()):
