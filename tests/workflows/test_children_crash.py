@@ -79,5 +79,10 @@ def test_a_parent_suspended_on_its_child_survives_a_sigkill(
     marked = Counter(marks.read_text().split())
     # a step killed before its commit runs again, yet its child started once
     assert all(marked[f"{rid}:input"] in (1, 2) for rid in parents)
-    killed = [k for k, n in marked.items() if k.startswith("child:") and n == 2]
-    assert len(killed) == 1  # only the child in flight at the kill ran its step twice
+    # Only the child in flight at the kill ran its step again: twice, or three
+    # times when the dead worker's in-flight request pushed back and its lease's
+    # takeover both ran it ahead of their claims (one claim commits; a compute
+    # step runs at least once). Every other child ran it once.
+    again = [k for k, n in marked.items() if k.startswith("child:") and n > 1]
+    assert len(again) == 1 and marked[again[0]] in (2, 3)
+    assert all(n == 1 for k, n in marked.items() if k.startswith("child:") and k not in again)
