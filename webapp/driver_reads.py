@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import CompoundSelect, Connection, Dialect, Engine, Select
 
@@ -66,6 +66,25 @@ class _Plan:
         return self.row(*(v if f is None else f(v) for f, v in zip(self.out, raw, strict=True)))
 
 
+T = TypeVar("T")
+
+
+class PerDialect(Generic[T]):
+    """What `build` makes of a dialect, made once per dialect (any thread)."""
+
+    def __init__(self, build: Callable[[Dialect], T]) -> None:
+        self._build = build
+        self._made: dict[str, T] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, dialect: Dialect) -> T:
+        made = self._made.get(dialect.name)
+        if made is None:
+            with self._lock:
+                made = self._made.setdefault(dialect.name, self._build(dialect))
+        return made
+
+
 class DriverRead:
     """`stmt` (a select, or a union of selects, whose parameters are named
     `bindparam`s), run on the driver's cursor of a pooled connection; rows as
@@ -73,15 +92,7 @@ class DriverRead:
 
     def __init__(self, stmt: Select[Any] | CompoundSelect[Any]) -> None:
         self.stmt = stmt
-        self._plans: dict[str, _Plan] = {}
-        self._lock = threading.Lock()
-
-    def _plan(self, dialect: Dialect) -> _Plan:
-        plan = self._plans.get(dialect.name)
-        if plan is None:
-            with self._lock:
-                plan = self._plans.setdefault(dialect.name, _Plan(self.stmt, dialect))
-        return plan
+        self._plan = PerDialect(lambda dialect: _Plan(stmt, dialect))
 
     def sql(self, dialect: Dialect) -> str:
         """The SQL sent on `dialect`'s driver."""

@@ -21,14 +21,13 @@ what `conn.execute(stmt)` would give; what differs is who sends it:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from psycopg.pq import TransactionStatus
 from sqlalchemy import Connection, Dialect, TextClause
 
-from webapp.driver_reads import observed
+from webapp.driver_reads import PerDialect, observed
 
 
 class DriverWrite:
@@ -38,16 +37,11 @@ class DriverWrite:
 
     def __init__(self, stmt: TextClause) -> None:
         self.stmt = stmt
-        self._sql: dict[str, str] = {}
-        self._lock = threading.Lock()
+        self._sql = PerDialect(lambda dialect: stmt.compile(dialect=dialect).string)
 
     def sql(self, dialect: Dialect) -> str:
         """The SQL sent on `dialect`'s driver."""
-        sql = self._sql.get(dialect.name)
-        if sql is None:
-            with self._lock:
-                sql = self._sql.setdefault(dialect.name, self.stmt.compile(dialect=dialect).string)
-        return sql
+        return self._sql(dialect)
 
     def all(self, conn: Connection, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         sql = self.sql(conn.dialect)
