@@ -50,10 +50,15 @@ def test_a_publish_on_the_driver_stores_what_the_sqlalchemy_path_stores(app, pos
 
 
 def test_a_driver_error_is_sqlalchemys_error_and_writes_nothing(app, postgres):
-    too_long = "x" * 150  # publish takes 200 characters, the column holds 100
-    with pytest.raises(DataError):
-        publish("order.paid", "order", too_long, {})
-    assert _stored(StreamId("default", "order", too_long)) == []
+    write = DriverWrite(
+        text("INSERT INTO tenants (id, name, created_at) VALUES (:id, :name, now())")
+    )
+    tenant = f"t-{uuid.uuid4()}"
+    with db.readers().connect() as conn:
+        with pytest.raises(DataError):  # the server refuses: the column holds 200
+            write.all(conn, {"id": tenant, "name": "x" * 201})
+        count = text("SELECT count(*) FROM tenants WHERE id = :id")
+        assert conn.execute(count, {"id": tenant}).scalar() == 0
     assert publish("order.paid", "order", "o-after", {}).version == 1  # the pool still works
 
 
@@ -74,9 +79,12 @@ def test_a_lost_connection_is_sqlalchemys_disconnect_and_not_sent_twice(app, pos
 
 def test_inside_a_transaction_the_statement_goes_through_sqlalchemy(app, postgres):
     s = str(uuid.uuid4())
-    with pytest.raises(DataError), db.transaction():
+    write = DriverWrite(
+        text("INSERT INTO tenants (id, name, created_at) VALUES (:id, :name, now())")
+    )
+    with pytest.raises(DataError), db.transaction() as conn:
         publish("order.paid", "order", s, {})
-        publish("order.paid", "order", "y" * 150, {})  # the server's own error, not "aborted"
+        write.all(conn, {"id": s, "name": "y" * 201})  # the server's own error, not "aborted"
     assert _stored(StreamId("default", "order", s)) == []
     with statements() as sent, db.transaction():
         publish("order.paid", "order", s, {})

@@ -209,8 +209,9 @@ def test_append_many_is_all_or_nothing_on_a_version_conflict(app):
 
 
 def test_append_many_reads_stream_versions_through_the_stream_key_index(app, backend):
-    """The version read of append_many starts with aggregate_id: the index
-    ix_events_stream_key (leading column aggregate_id) answers it, no full scan."""
+    """The version read of append_many names only aggregate ids: the stream's
+    unique index, whose leading column is aggregate_id (migration 0018),
+    answers it, no full scan."""
     from sqlalchemy import text
 
     from webapp.eventstore.store import versions_query
@@ -228,4 +229,8 @@ def test_append_many_reads_stream_versions_through_the_stream_key_index(app, bac
             plan = "\n".join(
                 str(r[-1]) for r in conn.execute(text(f"EXPLAIN QUERY PLAN {compiled}"))
             )
-    assert "ix_events_stream_key" in plan, plan
+    if backend == "postgresql":
+        assert "uq_events_stream_version" in plan, plan
+    else:  # the constraint's own index, named by SQLite
+        assert "SEARCH events USING COVERING INDEX sqlite_autoindex_events_" in plan, plan
+        assert "(aggregate_id=?)" in plan, plan

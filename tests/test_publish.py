@@ -13,7 +13,7 @@ from webapp import create_app, db
 from webapp import events as old_events
 from webapp.eventstore import StreamId, VersionConflict, read_stream
 from webapp.jobs.queue import DISPATCH_FUNC, DISPATCH_PENDING_KEY
-from webapp.publish import PublishError, publish
+from webapp.publish import MAX_ID, MAX_NAME, PublishError, publish
 
 
 def _stream(aggregate_type: str, aggregate_id: str, tenant: str = "default") -> list:
@@ -67,6 +67,8 @@ def test_publish_outside_an_app_context_needs_app(make_config, redis):
         (("", "order", "o"), {}, "event type must be a non-empty string"),
         (("order.placed", "", "o"), {}, "aggregate type"),
         (("order.placed", "order", ""), {}, "aggregate id"),
+        (("order.placed", "order", "o\x00x"), {}, "aggregate id must not contain control"),
+        (("order\nplaced", "order", "o"), {}, "event type must not contain control"),
         (("order.placed", "order", "o", ["x"]), {}, "payload must be a JSON object"),
         (("order.placed", "order", "o", {"t": object()}), {}, "JSON-serialisable"),
         (("order.placed", "order", "o", {"n": float("nan")}), {}, "JSON-serialisable"),
@@ -80,6 +82,22 @@ def test_bad_input_is_refused_before_anything_is_written(app, redis, args, kwarg
         publish(*args, **kwargs)
     with db.reading() as conn:
         assert conn.exec_driver_sql("SELECT COUNT(*) FROM events").scalar() == 0
+
+
+def test_the_longest_names_publish_accepts_are_stored_on_both_backends(app, redis):
+    """Every length `publish` accepts fits its column: on PostgreSQL an
+    aggregate id of 101-200 characters was refused by `events.aggregate_id`
+    (then 100 wide) with a DataError, after the checks had let it through."""
+    long_id, long_type = "i" * MAX_ID, "t" * MAX_NAME
+    event = publish("order." + "p" * (MAX_NAME - 6), long_type, long_id, {})
+    assert [e.id for e in _stream(long_type, long_id)] == [event.id]
+    assert event.version == 1 and event.aggregate_id == long_id
+    # and one more character is refused by the checks, before anything is written
+    with pytest.raises(PublishError, match=f"aggregate id must be at most {MAX_ID}"):
+        publish("order.placed", "order", long_id + "i", {})
+    with pytest.raises(PublishError, match=f"aggregate type must be at most {MAX_NAME}"):
+        publish("order.placed", long_type + "t", "o", {})
+    assert len(_stream(long_type, long_id)) == 1
 
 
 def test_expected_version_makes_the_append_conditional(app):

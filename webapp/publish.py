@@ -21,6 +21,7 @@ It needs the Flask app (database engine, Redis): call it inside an app context
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,8 @@ from sqlalchemy import Connection
 from webapp import db
 from webapp.eventstore import (
     ANY,
+    MAX_AGGREGATE_ID,
+    MAX_AGGREGATE_TYPE,
     Event,
     Metadata,
     NewEvent,
@@ -39,12 +42,15 @@ from webapp.eventstore import (
     has_inline,
 )
 
-MAX_NAME = 100  # event type, aggregate type
-MAX_ID = 200  # aggregate id
+MAX_NAME = MAX_AGGREGATE_TYPE  # event type, aggregate type (100)
+MAX_ID = MAX_AGGREGATE_ID  # aggregate id (200)
 # Event types and streams the product itself owns: appended only by its own code,
 # which keeps their rules (sealed personal data, run bookkeeping).
 RESERVED_TYPES = ("user.", "workflow.")
 RESERVED_AGGREGATES = ("user", "workflow-run")
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 class PublishError(ValueError):
@@ -56,6 +62,8 @@ def _check_name(what: str, value: object, limit: int) -> str:
         raise PublishError(f"{what} must be a non-empty string")
     if len(value) > limit or value != value.strip():
         raise PublishError(f"{what} must be at most {limit} characters, without outer spaces")
+    if _CONTROL.search(value):  # a NUL is refused by PostgreSQL, stored by SQLite
+        raise PublishError(f"{what} must not contain control characters")
     return value
 
 

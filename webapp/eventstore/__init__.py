@@ -24,9 +24,12 @@ from webapp.eventstore.store import (
     register_inline,
     stream_version,
 )
+from webapp.eventstore.tables import MAX_AGGREGATE_ID, MAX_AGGREGATE_TYPE
 
 __all__ = [
     "ANY",
+    "MAX_AGGREGATE_ID",
+    "MAX_AGGREGATE_TYPE",
     "Event",
     "Metadata",
     "NewEvent",

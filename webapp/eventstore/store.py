@@ -254,7 +254,8 @@ def _insert_many_counted(conn: Connection, rows: Rows, total: int) -> list[list[
 
 def versions_query(aggregate_ids: Iterable[str]) -> Any:
     """Current version of every stream of these aggregate ids: answered from
-    the index `ix_events_stream_key`, whose leading column is aggregate_id."""
+    the unique index `uq_events_stream_version`, whose leading column is
+    aggregate_id (migration 0018)."""
     return (
         select(
             events.c.tenant_id,

@@ -4,7 +4,6 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
-    Index,
     Integer,
     String,
     Table,
@@ -12,6 +11,10 @@ from sqlalchemy import (
 )
 
 from webapp.db import UTCDateTime, metadata
+
+# The widest stream names the columns hold (publish's and append_event's limits).
+MAX_AGGREGATE_TYPE = 100
+MAX_AGGREGATE_ID = 200
 
 tenants = Table(
     "tenants",
@@ -28,18 +31,18 @@ events = Table(
     Column("position", BigInteger, primary_key=True, autoincrement=False),
     Column("id", String(36), nullable=False, unique=True),
     Column("tenant_id", String(64), nullable=False),
-    Column("aggregate_type", String(100), nullable=False),
-    Column("aggregate_id", String(100), nullable=False),
+    Column("aggregate_type", String(MAX_AGGREGATE_TYPE), nullable=False),
+    Column("aggregate_id", String(MAX_AGGREGATE_ID), nullable=False),
     Column("version", Integer, nullable=False),
     Column("type", String(150), nullable=False),
     Column("payload", JSON, nullable=False),
     Column("metadata", JSON, nullable=False),
     Column("recorded_at", UTCDateTime(), nullable=False),
+    # Aggregate id first: it answers a stream's reads and append_many's batch
+    # version read by ids alone (migration 0018; one index, not two).
     UniqueConstraint(
-        "tenant_id", "aggregate_type", "aggregate_id", "version", name="uq_events_stream_version"
+        "aggregate_id", "tenant_id", "aggregate_type", "version", name="uq_events_stream_version"
     ),
-    # append_many's version read goes by aggregate id (migration 0004).
-    Index("ix_events_stream_key", "aggregate_id", "tenant_id", "aggregate_type", "version"),
 )
 
 # One row (id=1): the last global position handed out. Every append updates it,

@@ -7,7 +7,15 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp.eventstore import ANY, Metadata, NewEvent, StreamId, append
+from webapp.eventstore import (
+    ANY,
+    MAX_AGGREGATE_ID,
+    MAX_AGGREGATE_TYPE,
+    Metadata,
+    NewEvent,
+    StreamId,
+    append,
+)
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import AppendEvent, Call
@@ -26,6 +34,15 @@ def _needs(conn: Connection | None, name: str) -> Connection:
     return conn
 
 
+def _stream_name(step: str, what: str, value: object, limit: int) -> str:
+    """A computed aggregate type or id, refused alike on both backends when
+    its column cannot hold it (SQLite would store it, PostgreSQL refuse it)."""
+    name = str(value)
+    if not name or len(name) > limit:
+        raise ValueError(f"step {step!r}: the {what} must be 1 to {limit} characters")
+    return name
+
+
 @runs(AppendEvent)
 def append_event(step: AppendEvent, ctx: RunContext, conn: Connection | None) -> Any:
     payload = resolve(step.payload, ctx) or {}
@@ -33,8 +50,12 @@ def append_event(step: AppendEvent, ctx: RunContext, conn: Connection | None) ->
         _needs(conn, step.name),
         StreamId(
             ctx.tenant_id,
-            str(resolve(step.aggregate_type, ctx)),
-            str(resolve(step.aggregate_id, ctx)),
+            _stream_name(
+                step.name, "aggregate type", resolve(step.aggregate_type, ctx), MAX_AGGREGATE_TYPE
+            ),
+            _stream_name(
+                step.name, "aggregate id", resolve(step.aggregate_id, ctx), MAX_AGGREGATE_ID
+            ),
         ),
         [NewEvent(step.event_type, payload)],
         ANY,

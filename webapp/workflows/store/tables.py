@@ -64,7 +64,7 @@ workflow_runs = Table(
     Column("updated_at", UTCDateTime(), nullable=False),
     # The trigger event's aggregate id: whose run this is. Erasing that person
     # (`user.erased`) erases the run's results (`erasure`).
-    Column("subject_id", String(100), nullable=True),
+    Column("subject_id", String(200), nullable=True),  # the trigger's aggregate id
     # Flow control (0010): the concurrency key of a limited workflow's run
     # ("" for a workflow-wide limit; NULL: no limit) and its priority (1-5).
     Column("concurrency_key", String(200), nullable=True),
