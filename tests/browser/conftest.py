@@ -7,13 +7,12 @@ the browser tests; anywhere else they are skipped with the reason.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import pytest
-from werkzeug.serving import make_server
 
+from tests.browser.live import serving
 from tests.support.accounts import CHEAP
 
 CHROMIUM = "/usr/bin/chromium"
@@ -65,12 +64,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def server(app: Any) -> Iterator[str]:
-    srv = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_port}"
-    srv.shutdown()
-    thread.join(5)
+    with serving(app) as srv:
+        yield f"http://127.0.0.1:{srv.server_port}"
 
 
 @pytest.fixture

@@ -12,16 +12,15 @@ server is reached as http://localhost:PORT (a secure context for browsers)."""
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
-from werkzeug.serving import make_server
 
 from tests.browser import a11y, flows
 from tests.browser.flows import banner, section
+from tests.browser.live import serving
 
 pytestmark = pytest.mark.browser
 
@@ -30,14 +29,10 @@ SECTION = "Two-step verification"
 
 @pytest.fixture
 def site(app: Any) -> Iterator[str]:
-    srv = make_server("127.0.0.1", 0, app, threaded=True)
-    base = f"http://localhost:{srv.server_port}"
-    app.config["APP_CONFIG"] = dataclasses.replace(app.config["APP_CONFIG"], base_url=base)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield base
-    srv.shutdown()
-    thread.join(5)
+    with serving(app) as srv:
+        base = f"http://localhost:{srv.server_port}"
+        app.config["APP_CONFIG"] = dataclasses.replace(app.config["APP_CONFIG"], base_url=base)
+        yield base
 
 
 def virtual_authenticator(page: Any) -> tuple[Any, str]:
