@@ -44,7 +44,7 @@ from webapp.config import ConfigError
 from webapp.health import liveness
 from webapp.jobs.queue import QUEUES
 from webapp.logs import setup
-from webapp.redis_conn import redis_for
+from webapp.redis_conn import worker_client
 from webapp.workflows.dispatch import holders
 from webapp.workflows.dispatch import resume_loop as resumer
 from webapp.workflows.dispatch import timer_loop as timer
@@ -224,7 +224,7 @@ def main() -> None:
     try:
         with app.app_context():
             run(
-                redis_for(cfg.redis_url),
+                worker_client(cfg.redis_url),
                 cfg.log_level,
                 worker_class,
                 f"{socket.gethostname()}-{os.getpid()}",
