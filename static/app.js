@@ -7,7 +7,8 @@
 //    answer shows errors, focus goes to the error summary if it lists more than
 //    one error (or an error of the whole form), else to the one field in error;
 //    otherwise back to the control that had it (same id), else to the section's
-//    first button. Only when focus is still lost (on <body>), never away from
+//    first button. Only when focus is still lost (on <body>, or on the new copy
+//    of the control that submitted, where htmx puts it), never away from
 //    where the user moved it. (Page loads: the server marks the summary `autofocus`.)
 // 3. A link in an error summary focuses its field and scrolls the field's label
 //    into view (the browser alone would scroll the label out of sight).
@@ -55,12 +56,16 @@
     if (!refocus) return;
     var section = document.getElementById(refocus.section);
     var active = document.activeElement;
+    var control = refocus.control && document.getElementById(refocus.control);
     // Only give back focus that was lost, never take it from where the user moved it.
-    if (!section || (active && active !== document.body)) {
+    // Focus on the new copy of the submitting control was not moved by the user:
+    // htmx put it there, because Chromium drops focus from a disabled control only
+    // at its next rendering update, and an answer can land before that.
+    var lost = !active || active === document.body || (control && active === control);
+    if (!section || !lost) {
       refocus = null;
       return;
     }
-    var control = refocus.control && document.getElementById(refocus.control);
     var target =
       errorFocus(section) ||
       (control && section.contains(control) ? control : null) ||
