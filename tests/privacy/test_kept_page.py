@@ -6,7 +6,6 @@ deleted), and it never outlives the session check or crosses accounts."""
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,20 +14,12 @@ from flask.testing import FlaskClient
 
 from tests.helpers import statements
 from tests.support.accounts import login, register, user_row
-from tests.support.web import csrf_token, post
+from tests.support.web import csrf_token, post, without_csrf
 from webapp import create_app, db
 from webapp.accounts import registration
 from webapp.mail.outbox import store
 from webapp.privacy import activity, exports, shown
 from webapp.privacy.jobs import clean_files
-
-
-def _masked(html: str) -> str:
-    """`html` with its CSRF token (one per render, signed with the time of the
-    render; every one of the session's tokens is accepted) replaced."""
-    token = re.search(r'<meta name="csrf-token" content="([^"]+)"', html)
-    assert token is not None
-    return html.replace(token.group(1), "CSRF-TOKEN")
 
 
 def _kept(client: FlaskClient) -> str:
@@ -38,7 +29,7 @@ def _kept(client: FlaskClient) -> str:
     assert all(a.status_code == 200 for a in answers)
     assert all(a.headers["Cache-Control"] == "no-store" for a in answers)
     assert answers[1].get_data() == answers[2].get_data()
-    pages = {_masked(a.get_data(as_text=True)) for a in answers}
+    pages = {without_csrf(a.get_data(as_text=True)) for a in answers}
     assert len(pages) == 1
     return pages.pop()
 
@@ -47,7 +38,7 @@ def _fresh(client: FlaskClient) -> str:
     """The page rendered from its own reads, never kept (an empty cursor)."""
     resp = client.get("/privacy?before=")
     assert resp.status_code == 200
-    return _masked(resp.get_data(as_text=True))
+    return without_csrf(resp.get_data(as_text=True))
 
 
 def _same_as_fresh(client: FlaskClient) -> str:

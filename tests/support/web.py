@@ -66,6 +66,15 @@ def fetch(client: FlaskClient, path: str, **kw: Any) -> Any:
     return resp
 
 
+def without_csrf(html: str) -> str:
+    """`html` with its CSRF token replaced: one per render, signed with the
+    second of the render, so two renders a second apart differ only there
+    (every one of the session's tokens is accepted)."""
+    token = re.search(r'<meta name="csrf-token" content="([^"]+)"', html)
+    assert token is not None
+    return html.replace(token.group(1), "CSRF-TOKEN")
+
+
 def unzip(data: bytes) -> dict[str, Any]:
     """A data export's names, its bundle.json and its README.txt."""
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
