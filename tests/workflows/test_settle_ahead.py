@@ -16,6 +16,7 @@ from webapp import db
 from webapp.workflows import operations as ops
 from webapp.workflows import pausing
 from webapp.workflows.engine import claims, continuation, settle_ahead
+from webapp.workflows.store import locks
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.triggers import start as trigger
 
@@ -159,3 +160,28 @@ def test_a_run_whose_next_step_has_an_effect_goes_the_usual_way(use_workflow, cl
     assert settle_ahead.of_leases("default", [run_id]) == {}
     assert continuation.advance("default", run_id) == "completed"
     assert only_run("sa-effect").status == "completed"
+
+
+def test_the_read_ahead_is_one_statement_and_reads_what_the_claim_locks(use_workflow, clock):
+    """settle-ahead reads each due pending row with its runs row in one
+    statement (`locks.read_keys`); what it reads is what the claim then locks
+    (`locks.lock_keys`), column for column, and only the keys asked for."""
+    row, run_id = _awaiting(use_workflow, "sa-read", [wf.ret(lambda c: c["got"]["amount"])])
+    keys = [(run_id, row.step_index), (run_id, row.step_index + 7)]  # the second: no such row
+    with statements() as seen, db.reading() as conn:
+        read = locks.read_keys(conn, "default", keys)
+    assert len([s for s in seen if s.lstrip().upper().startswith("SELECT")]) == 1
+    with db.transaction() as conn:
+        locked = locks.lock_keys(conn, "default", keys)
+    assert len(read) == len(locked) == 1
+    (p_read, run_read), (p_locked, run_locked) = read[0], locked[0]
+    assert p_read._asdict() == dict(p_locked._mapping)
+    assert run_read._asdict() == dict(run_locked._mapping)
+    assert (p_read.run_id, p_read.step_index, run_read.status) == (
+        run_id,
+        row.step_index,
+        "suspended",
+    )
+    with db.reading() as conn:
+        assert locks.read_keys(conn, "default", []) == []
+        assert locks.read_keys(conn, "other-tenant", keys) == []

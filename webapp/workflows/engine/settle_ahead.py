@@ -70,7 +70,7 @@ def of_claims(tenant_id: str, keys: list[tuple[str, int]]) -> dict[tuple[str, in
     with db.reading() as conn:
         pairs = [
             (p, row)
-            for p, row in locks.lock_keys(conn, tenant_id, keys, lock=False)
+            for p, row in locks.read_keys(conn, tenant_id, keys)
             if row is not None and p.wake_at <= now and _current(row) is not None
         ]
         if not pairs:

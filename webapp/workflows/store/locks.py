@@ -8,10 +8,11 @@ serialises the whole transaction instead."""
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, Select, select
+from sqlalchemy import Connection, Select, and_, bindparam, select
 
 from webapp import clock, db
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
@@ -28,6 +29,24 @@ def locked(conn: Connection, q: Select[Any], *order_by: Any, skip_locked: bool =
     return q.with_for_update(skip_locked=skip_locked)
 
 
+def _of_runs(table: Any) -> Select[Any]:
+    """`table`'s rows of one tenant's runs, the ids bound as one expanding
+    parameter: built once, so a claim does not build and key it anew."""
+    return select(table).where(
+        table.c.tenant_id == bindparam("tenant"),
+        table.c.run_id.in_(bindparam("ids", expanding=True)),
+    )
+
+
+_RUNS = _of_runs(workflow_runs)
+_RUNS_LOCKED = {  # by skip_locked; rows locked in run id order
+    skip: _RUNS.order_by(workflow_runs.c.run_id).with_for_update(skip_locked=skip)
+    for skip in (False, True)
+}
+_PENDING = _of_runs(workflow_run_pending)
+_PENDING_LOCKED = _PENDING.order_by(workflow_run_pending.c.run_id).with_for_update()
+
+
 def lock_runs(
     conn: Connection,
     tenant_id: str,
@@ -40,12 +59,8 @@ def lock_runs(
     ids = sorted(set(run_ids))
     if not ids:
         return {}
-    q = select(workflow_runs).where(
-        workflow_runs.c.tenant_id == tenant_id, workflow_runs.c.run_id.in_(ids)
-    )
-    if lock:
-        q = locked(conn, q, workflow_runs.c.run_id, skip_locked=skip_locked)
-    return {r.run_id: r for r in conn.execute(q)}
+    q = _RUNS_LOCKED[skip_locked] if lock and not db.is_sqlite(conn) else _RUNS
+    return {r.run_id: r for r in conn.execute(q, {"tenant": tenant_id, "ids": ids})}
 
 
 def lock_for_finish(conn: Connection, tenant_id: str, run_ids: list[str]) -> dict[str, Any]:
@@ -59,21 +74,59 @@ def lock_for_finish(conn: Connection, tenant_id: str, run_ids: list[str]) -> dic
     return {r.run_id: r for r in conn.execute(locked(conn, q, workflow_runs.c.run_id))}
 
 
-def lock_keys(
-    conn: Connection, tenant_id: str, keys: list[tuple[str, int]], lock: bool = True
-) -> list[Any]:
+def lock_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> list[Any]:
     """(pending, runs row) for the given (run, step) keys, locked (PostgreSQL;
-    `lock=False`: only read)."""
+    `read_keys` only reads them)."""
     run_ids = sorted({rid for rid, _ in keys})
-    rows = lock_runs(conn, tenant_id, run_ids, lock=lock)
-    pq = select(workflow_run_pending).where(
-        workflow_run_pending.c.tenant_id == tenant_id,
-        workflow_run_pending.c.run_id.in_(run_ids),
-    )
-    if lock:
-        pq = locked(conn, pq, workflow_run_pending.c.run_id)
+    rows = lock_runs(conn, tenant_id, run_ids)
+    if not run_ids:
+        return []
+    pq = _PENDING if db.is_sqlite(conn) else _PENDING_LOCKED
     wanted = set(keys)
-    return [(p, rows.get(p.run_id)) for p in conn.execute(pq) if (p.run_id, p.step_index) in wanted]
+    return [
+        (p, rows.get(p.run_id))
+        for p in conn.execute(pq, {"tenant": tenant_id, "ids": run_ids})
+        if (p.run_id, p.step_index) in wanted
+    ]
+
+
+# The unlocked read of `read_keys`: each pending row with its runs row, in one
+# statement built once (the ids bound as one expanding parameter).
+PendingRow = namedtuple("PendingRow", [c.name for c in workflow_run_pending.c])  # type: ignore[misc]
+RunRow = namedtuple("RunRow", [c.name for c in workflow_runs.c])  # type: ignore[misc]
+_PENDING_WIDTH = len(workflow_run_pending.c)
+_PAIRS = (
+    select(*workflow_run_pending.c, *(c.label(f"run_{c.name}") for c in workflow_runs.c))
+    .select_from(
+        workflow_run_pending.outerjoin(
+            workflow_runs,
+            and_(
+                workflow_runs.c.tenant_id == workflow_run_pending.c.tenant_id,
+                workflow_runs.c.run_id == workflow_run_pending.c.run_id,
+            ),
+        )
+    )
+    .where(
+        workflow_run_pending.c.tenant_id == bindparam("tenant"),
+        workflow_run_pending.c.run_id.in_(bindparam("ids", expanding=True)),
+    )
+)
+
+
+def read_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> list[Any]:
+    """(pending, runs row or None) for the given (run, step) keys, only read:
+    what `lock_keys` reads, in one statement instead of two (settle-ahead's
+    read ahead of every claim). The rows are named tuples of the tables'
+    columns."""
+    wanted = set(keys)
+    out = []
+    ids = sorted({rid for rid, _ in keys})
+    for r in conn.execute(_PAIRS, {"tenant": tenant_id, "ids": ids}) if ids else ():
+        p: Any = PendingRow(*r[:_PENDING_WIDTH])
+        if (p.run_id, p.step_index) in wanted:
+            run: Any = RunRow(*r[_PENDING_WIDTH:])
+            out.append((p, run if run.run_id is not None else None))
+    return out
 
 
 def lock_due(conn: Connection, tenant_id: str, limit: int) -> tuple[int, list[Any]]:
