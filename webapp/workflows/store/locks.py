@@ -1,5 +1,6 @@
-"""Row locks on the run tables, the dialect switch written once (`locked`),
-and locking many runs at once for the claims, the drain and the finishes.
+"""Row locks on the run tables, the dialect switch written once (`locked`;
+`_prebuilt` for the statements built once), and locking many runs at once for
+the claims, the drain and the finishes.
 
 Every locker takes the runs rows before the pending rows, in run id order, so
 two lockers never deadlock. On PostgreSQL the drain takes its rows FOR UPDATE
@@ -38,6 +39,12 @@ def _of_runs(table: Any) -> Select[Any]:
     )
 
 
+def _prebuilt(conn: Connection, plain: Any, for_update: Any) -> Any:
+    """The dialect switch of `locked` for the statements built once: the
+    FOR UPDATE one on PostgreSQL, the plain one on SQLite."""
+    return plain if db.is_sqlite(conn) else for_update
+
+
 _RUNS = _of_runs(workflow_runs)
 _RUNS_LOCKED = {  # by skip_locked; rows locked in run id order
     skip: _RUNS.order_by(workflow_runs.c.run_id).with_for_update(skip_locked=skip)
@@ -59,7 +66,7 @@ def lock_runs(
     ids = sorted(set(run_ids))
     if not ids:
         return {}
-    q = _RUNS_LOCKED[skip_locked] if lock and not db.is_sqlite(conn) else _RUNS
+    q = _prebuilt(conn, _RUNS, _RUNS_LOCKED[skip_locked]) if lock else _RUNS
     return {r.run_id: r for r in conn.execute(q, {"tenant": tenant_id, "ids": ids})}
 
 
@@ -81,7 +88,7 @@ def lock_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> 
     rows = lock_runs(conn, tenant_id, run_ids)
     if not run_ids:
         return []
-    pq = _PENDING if db.is_sqlite(conn) else _PENDING_LOCKED
+    pq = _prebuilt(conn, _PENDING, _PENDING_LOCKED)
     wanted = set(keys)
     return [
         (p, rows.get(p.run_id))
@@ -118,10 +125,12 @@ def read_keys(conn: Connection, tenant_id: str, keys: list[tuple[str, int]]) -> 
     what `lock_keys` reads, in one statement instead of two (settle-ahead's
     read ahead of every claim). The rows are named tuples of the tables'
     columns."""
+    ids = sorted({rid for rid, _ in keys})
+    if not ids:
+        return []
     wanted = set(keys)
     out = []
-    ids = sorted({rid for rid, _ in keys})
-    for r in conn.execute(_PAIRS, {"tenant": tenant_id, "ids": ids}) if ids else ():
+    for r in conn.execute(_PAIRS, {"tenant": tenant_id, "ids": ids}):
         p: Any = PendingRow(*r[:_PENDING_WIDTH])
         if (p.run_id, p.step_index) in wanted:
             run: Any = RunRow(*r[_PENDING_WIDTH:])
