@@ -48,8 +48,11 @@ def test_child_is_restarted_with_growing_backoff_reset_when_stable():
     assert child.restart_at == child.started_at + 0.1 + 2 * dev.FIRST_BACKOFF_S  # doubled
     child.watch(child.restart_at)
     starts[-1].wait()
-    child.watch(child.started_at + dev.STABLE_AFTER_S)  # it had run long enough: 1 s again
-    assert child.restart_at == child.started_at + dev.STABLE_AFTER_S + dev.FIRST_BACKOFF_S
+    # it had run long enough: 1 s again. Half a second past the mark, not on
+    # it: (t + 60.0) - t can round to 59.999... for some monotonic readings t
+    noticed = child.started_at + dev.STABLE_AFTER_S + 0.5
+    child.watch(noticed)
+    assert child.restart_at == noticed + dev.FIRST_BACKOFF_S
 
 
 def _free_port() -> int:
