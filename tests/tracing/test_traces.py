@@ -125,3 +125,19 @@ def test_no_span_attribute_carries_an_address_or_a_sealed_value(
         for text in texts:
             for secret in secrets:
                 assert secret not in text, (span.name, text)
+
+
+def test_a_request_that_matched_no_route_is_named_by_a_placeholder_never_its_path(
+    client: Any, spans: InMemorySpanExporter
+) -> None:
+    # Issue 34: the span of a 404 kept the path (and the token in it) in its name.
+    token = "Zq7tokenInThePath9"
+    assert client.get(f"/verify-email/{token}/").status_code == 404
+    assert client.post(f"/no-such-page/{token}?t={token}").status_code == 404
+    assert client.open(f"/verify-email/{token}/", method="BREW").status_code in (404, 405)
+    server = [s for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    assert [s.name for s in server] == ["GET <unmatched>", "POST <unmatched>", "HTTP <unmatched>"]
+    for span in spans.get_finished_spans():
+        texts = [span.name, *(str(v) for v in (span.attributes or {}).values())]
+        texts += [str(v) for e in span.events for v in (e.attributes or {}).values()]
+        assert not [t for t in texts if token in t], span.name

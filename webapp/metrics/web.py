@@ -30,6 +30,9 @@ bp = Blueprint("metrics", __name__)
 
 METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"))
 _STARTED = "webapp.metrics.started"
+# The route of a request that matched none: the label here, the span name's
+# path in webapp.tracing (never the path itself, which may hold a token).
+UNMATCHED = "<unmatched>"
 HEARTBEAT_EVERY_S = 1.0
 
 
@@ -86,7 +89,7 @@ def _instrument(app: Flask) -> None:
         started = request.environ.get(_STARTED)
         if started is not None:
             rule = request.url_rule
-            route = rule.rule if rule is not None else "<unmatched>"
+            route = rule.rule if rule is not None else UNMATCHED
             observe(request.method, route, resp.status_code, time.perf_counter() - started)
         return resp
 

@@ -28,7 +28,9 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.http import sanitize_method
 
+from webapp.metrics.web import UNMATCHED
 from webapp.tracing import hooks
 
 TRACER = "webapp"
@@ -117,7 +119,9 @@ def _tracer() -> trace.Tracer:
 # instrumentation sets them after its request hook runs, so a teardown function
 # registered after it (Flask runs those in reverse order: ours first, while the
 # span is open, on every request, refused ones too) overwrites them: the path
-# becomes the route template.
+# becomes the route template. A request that matched no route was named after
+# its path (`GET /verify-email/<the token>/`): it is renamed `GET <unmatched>`,
+# the label the request metrics use.
 _URL_KEYS = ("http.target", "url.path")
 _BLANKED = (
     "http.url",
@@ -137,10 +141,18 @@ def _scrub_request(_exc: BaseException | None = None) -> None:
     if not span.is_recording():
         return
     rule = request.url_rule
+    if rule is None:
+        span.update_name(f"{_span_method()} {UNMATCHED}")
     for key in _URL_KEYS:
         span.set_attribute(key, rule.rule if rule is not None else "")
     for key in _BLANKED:
         span.set_attribute(key, "")
+
+
+def _span_method() -> str:
+    # As the instrumentation names a matched request's span: an unknown method is HTTP.
+    method = sanitize_method(request.method.strip()) or "HTTP"
+    return "HTTP" if method == "_OTHER" else method
 
 
 # --- the hooks -------------------------------------------------------------
