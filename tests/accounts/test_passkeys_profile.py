@@ -229,3 +229,23 @@ def test_confirm_its_you_refuses_another_accounts_passkey_and_a_bad_signature(
     assert r.status_code == 422 and "could not be verified" in r.get_data(as_text=True)
     r = post(client, REMOVE, htmx=True, passkey=factor_id("Laptop"))
     assert r.status_code == 403  # still no fresh proof
+
+
+def test_a_passkey_only_account_sees_its_recovery_codes_and_makes_new_ones(
+    app: Any, client: Any, clock: Any, user: Any
+) -> None:
+    # Issue 34: the count and "Generate new codes" showed only with the app on.
+    old = codes_on(add(client, Authenticator(), "Laptop").get_data(as_text=True))
+    assert len(old) == 10
+    page = client.get("/profile").get_data(as_text=True)
+    assert "10 of 10 recovery codes left." in page
+    assert 'data-testid="new-codes"' in page and "Generate new codes" in page
+    r = post(client, "/profile/factors/recovery-codes", htmx=True)
+    assert r.status_code == 200 and "The old ones no longer work" in r.get_data(as_text=True)
+    new = codes_on(r.get_data(as_text=True))
+    assert len(new) == 10 and not set(new) & set(old)
+    assert "10 of 10 recovery codes left." in r.get_data(as_text=True)
+    # With a stale proof the count stays and the action waits for "Confirm it's you".
+    clock.advance(STALE)
+    page = client.get("/profile").get_data(as_text=True)
+    assert "10 of 10 recovery codes left." in page and 'data-testid="new-codes"' not in page

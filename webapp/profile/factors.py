@@ -69,6 +69,12 @@ class State:
     turn_off: Form
     add_passkey: Form
 
+    @property
+    def has_codes(self) -> bool:
+        """Recovery codes come with the first second factor, the app or a
+        passkey, and stay while any factor does: shown for either."""
+        return self.on or bool(self.passkeys) or self.codes_left > 0
+
 
 def blank() -> Form:
     return FactorsForm()
