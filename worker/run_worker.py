@@ -215,10 +215,11 @@ def main() -> None:
     # Both stop claiming at the signal; the batch in hand is finished.
     # Its liveness key tells the others at once when it dies (holders: a run
     # it held continues in about two seconds, not after its lease).
+    name, keeper = holders.start(app, stop)
     threads = [
-        holders.start(app, stop)[1],
+        keeper,
         timer.start_thread(app, stop)[1],
-        resumer.start_thread(app, stop)[1],
+        resumer.start_thread(app, stop, holder=name)[1],
     ]
     liveness.start(cfg, "worker")  # WORKER_HEALTH_PORT, when set: the two loops above
     try:

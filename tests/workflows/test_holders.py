@@ -262,6 +262,72 @@ def test_a_dead_workers_in_flight_requests_go_back_on_the_resume_list_once(me, r
     assert redis.smembers(inflight.key(ME)) == set()  # done: nothing left in flight
 
 
+def test_a_dead_workers_taken_batch_goes_back_on_the_resume_list_once(me, redis, clock):
+    """The resume loop takes its batch off the list into its own in the same
+    Redis step: killed before the batch's claims commit, the batch is pushed
+    back whole, in order, by whichever live worker reaps first."""
+    _alive(redis, clock, "doomed", timedelta(seconds=10))
+    redis.sadd(holders.REGISTRY, "doomed", ME)
+    waiting = [f"default|r{i}|0" for i in range(3)]
+    redis.rpush(signals.RESUME_KEY, *waiting)
+    taken = inflight.take(redis, "doomed", batch=2, block_s=0.01)
+    assert taken == [b"default|r0|0", b"default|r1|0"]
+    assert redis.lrange(signals.RESUME_KEY, 0, -1) == [b"default|r2|0"]
+    assert inflight.reap(redis, ME) == 0  # its key lives
+    redis.delete(holders.key("doomed"))  # SIGKILLed: its key lapses
+    assert inflight.reap(redis, ME) == 2
+    assert redis.lrange(signals.RESUME_KEY, 0, -1) == [
+        b"default|r2|0",
+        b"default|r0|0",
+        b"default|r1|0",
+    ]
+    assert inflight.reap(redis, ME) == 0  # once, whoever reaps
+    assert redis.llen(inflight.taking_key("doomed")) == 0
+
+
+def test_a_taken_batch_leaves_its_list_when_handled_or_given_back(me, redis, clock):
+    redis.rpush(signals.RESUME_KEY, "default|r1|0", "default|r2|0")
+    assert inflight.take(redis, ME, batch=1, block_s=0.01) == [b"default|r1|0"]
+    redis.rpush(signals.RESUME_KEY, "default|r3|0")
+    assert inflight.give_back(redis, ME) == 1  # an outage: back at the head, in order
+    assert redis.lrange(signals.RESUME_KEY, 0, -1) == [
+        b"default|r1|0",
+        b"default|r2|0",
+        b"default|r3|0",
+    ]
+    assert inflight.take(redis, ME, batch=10, block_s=0.01) == [
+        b"default|r1|0",
+        b"default|r2|0",
+        b"default|r3|0",
+    ]
+    inflight.done(redis, ME)
+    assert redis.llen(inflight.taking_key(ME)) == 0
+    assert inflight.take(redis, ME, batch=10, block_s=0.01) == []  # waited, nothing came
+    redis.rpush(signals.RESUME_KEY, "default|r4|0")
+    assert inflight.take(redis, ME, batch=10, block_s=0.01) == [b"default|r4|0"]
+    assert redis.lrange(inflight.taking_key(ME), 0, -1) == [b"default|r4|0"]
+
+
+def test_the_timers_claim_hands_each_due_member_on_in_the_same_step(me, redis, clock):
+    """Due members leave the timer set and reach the resume list in one script;
+    those that need a job (no resume loop alive, a run's control) wait in the
+    claiming worker's in-flight set, where a reaper finds them, until it has
+    enqueued them."""
+    now = signals.to_ms(clock.now())
+    redis.zadd(
+        signals.TIMER_KEY, {"default|r1|0": now - 5, "default|r2|-1": now, "x|r3|1": now + 9}
+    )
+    redis.set(signals.ALIVE_KEY, "1")
+    assert timer.claim_due(redis, now, ME) == (2, ["default|r2|-1"])
+    assert redis.zrange(signals.TIMER_KEY, 0, -1) == [b"x|r3|1"]  # not due yet
+    assert redis.lrange(signals.RESUME_KEY, 0, -1) == [b"default|r1|0"]
+    assert redis.smembers(inflight.key(ME)) == {b"default|r2|-1"}
+    assert timer.claim_due(redis, now, ME) == (0, [])  # claimed once, whoever asks
+    redis.delete(signals.ALIVE_KEY)  # no resume loop alive: an RQ job must resume it
+    assert timer.claim_due(redis, now + 9, ME) == (1, ["x|r3|1"])
+    assert redis.smembers(inflight.key(ME)) == {b"default|r2|-1", b"x|r3|1"}
+
+
 def test_no_in_flight_request_is_pushed_back_after_redis_lost_every_key(me, redis, clock):
     redis.flushdb()
     redis.sadd(holders.REGISTRY, "alive-but-flushed")

@@ -1,6 +1,17 @@
 """What a worker is about to claim, kept in Redis while it works on it, so
 that its death does not leave it to the minute sweep.
 
+Taking a request and recording it as in flight are one Redis step, so a
+kill can fall before it (the request is still on the list, or still a timer)
+or after it (the request is in flight), never between the two:
+- the resume loop moves requests from the resume list into its own list,
+  `webapp:wf:taking:<holder>`, in one script (`take`), or with `BLMOVE` when
+  it waits for the next one, and empties it once the batch is handled;
+- the timer's claim script (`timer_loop.claim_due`) removes due members from
+  the timer set and, in the same script, pushes them onto the resume list, or
+  puts those it must hand to RQ (no resume loop alive, a run's control) in
+  the holder's in-flight set until the job is enqueued.
+
 A resume request popped from the resume list, or an advance or resume job,
 is claimed only after its continuation ran ahead (`engine.settle_ahead`: the
 pure steps up to the next stop run before the claim, so that the claim's
@@ -22,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
@@ -33,22 +45,75 @@ from webapp.workflows.engine import heartbeat
 log = logging.getLogger("webapp.workflows")
 
 PREFIX = "webapp:wf:inflight:"
+TAKING_PREFIX = "webapp:wf:taking:"
 
-# Push a dead holder's requests back onto the resume list, drop its set and
-# its name from the registry: one script, so exactly one reaper does it.
+# Push a dead holder's requests (its in-flight set and the batch its resume
+# loop had taken) back onto the resume list, drop both and its name from the
+# registry: one script, so exactly one reaper does it.
 _REAP = """
 local members = redis.call('SMEMBERS', KEYS[1])
+for _, m in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
+  table.insert(members, m)
+end
 if #members > 0 then
   redis.call('RPUSH', KEYS[2], unpack(members))
 end
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('SREM', KEYS[3], ARGV[1])
 return #members
+"""
+
+# The resume loop takes up to ARGV[1] requests from the head of the resume
+# list into its taking list, and returns the whole taking list: what an
+# earlier batch left there (an outage stopped its give-back) comes first.
+_TAKE = """
+local items = redis.call('LRANGE', KEYS[1], 0, ARGV[1] - 1)
+if #items > 0 then
+  redis.call('LTRIM', KEYS[1], #items, -1)
+  redis.call('RPUSH', KEYS[2], unpack(items))
+end
+return redis.call('LRANGE', KEYS[2], 0, -1)
+"""
+
+# Give the taken batch back: to the head of the resume list, in its order.
+_GIVE_BACK = """
+local items = redis.call('LRANGE', KEYS[2], 0, -1)
+for i = #items, 1, -1 do
+  redis.call('LPUSH', KEYS[1], items[i])
+end
+redis.call('DEL', KEYS[2])
+return #items
 """
 
 
 def key(holder: str) -> str:
     return PREFIX + holder
+
+
+def taking_key(holder: str) -> str:
+    return TAKING_PREFIX + holder
+
+
+def take(r: Redis, holder: str, batch: int, block_s: float) -> list[Any]:
+    """The resume loop's next batch, moved into `holder`'s taking list in the
+    same step as it leaves the resume list: the waiting requests (up to
+    `batch`); when there are none, wait up to `block_s` for the next one."""
+    taken = list(r.eval(_TAKE, 2, signals.RESUME_KEY, taking_key(holder), batch))
+    if taken:
+        return taken
+    one = r.blmove(signals.RESUME_KEY, taking_key(holder), block_s, "LEFT", "RIGHT")
+    return [] if one is None else [one]
+
+
+def done(r: Redis, holder: str) -> None:
+    """The taken batch is handled (its claims committed, or left to the sweep)."""
+    r.delete(taking_key(holder))
+
+
+def give_back(r: Redis, holder: str) -> int:
+    """Put the taken batch back at the head of the resume list (an outage or a
+    stop interrupted it); returns how many."""
+    return int(r.eval(_GIVE_BACK, 2, signals.RESUME_KEY, taking_key(holder)))
 
 
 @contextmanager
@@ -81,7 +146,17 @@ def reap(r: Redis, name: str) -> int:
     registered = {m.decode() if isinstance(m, bytes) else m for m in r.smembers(holders.REGISTRY)}
     pushed = 0
     for holder in sorted(holders.dead(r, name, registered)):
-        n = int(r.eval(_REAP, 3, key(holder), signals.RESUME_KEY, holders.REGISTRY, holder))
+        n = int(
+            r.eval(
+                _REAP,
+                4,
+                key(holder),
+                signals.RESUME_KEY,
+                holders.REGISTRY,
+                taking_key(holder),
+                holder,
+            )
+        )
         if n:
             log.info("worker gone: its requests resumed", extra={"holder": holder, "requests": n})
         pushed += n

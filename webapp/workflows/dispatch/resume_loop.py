@@ -13,11 +13,13 @@ that just started (a queued run whose slot freed, a child) comes the same way
 ("tenant|run|-100"): its lease is taken as the advance job would.
 
 Nothing here is the truth: a request lost with Redis is a due pending row
-that the minute sweep drains. One popped by a worker that dies before its
-claim commits (it may be running the continuation ahead of the claim) is in
-that worker's in-flight set, which another worker's timer pushes back onto
-the list once the dead worker's liveness key is gone (`inflight`). An outage while handling a batch puts the batch back on the
-list (a second claim of a step already resumed answers already-resumed).
+that the minute sweep drains. A worker takes its batch off the list into a
+list of its own in one Redis step (`inflight.take`), and empties that list
+only once the batch's claims committed; should it die in between (it may be
+running the continuation ahead of the claim), another worker's timer pushes
+the batch back onto the list once the dead worker's liveness key is gone
+(`inflight.reap`). An outage while handling a batch puts the batch back on
+the list (a second claim of a step already resumed answers already-resumed).
 """
 
 from __future__ import annotations
@@ -33,17 +35,22 @@ from redis import Redis
 from webapp.health import liveness
 from webapp.redis_conn import get_redis
 from webapp.workflows.dispatch import inflight, signals
-from webapp.workflows.engine import continuation, transient
+from webapp.workflows.engine import continuation, heartbeat, transient
 
 log = logging.getLogger("webapp.workflows")
 
 BATCH = 100
 BLOCK_S = 1.0  # longest wait for a request; also how often the loop says it is alive
+NAMED_POLL_S = 0.05  # at start, how often to look whether the liveness key exists yet
 
 
-def pop(r: Redis, block_s: float = BLOCK_S) -> list[Any]:
+def pop(r: Redis, block_s: float = BLOCK_S, holder: str | None = None) -> list[Any]:
     """The requests waiting, oldest first (up to BATCH); when there are none,
-    wait up to `block_s` for the next one and return it alone at once."""
+    wait up to `block_s` for the next one and return it alone at once. With
+    a `holder` (a worker's liveness name), they are in its taking list in the
+    same step (`inflight.take`) until `inflight.done`."""
+    if holder is not None:
+        return inflight.take(r, holder, BATCH, block_s)
     pipe = r.pipeline(transaction=True)
     pipe.lrange(signals.RESUME_KEY, 0, BATCH - 1)
     pipe.ltrim(signals.RESUME_KEY, BATCH, -1)
@@ -60,6 +67,7 @@ def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
     and dropped)."""
     requests = []
     advances: dict[str, list[str]] = {}
+    controls: set[str] = set()
     for item in raw:
         try:
             tenant_id, run_id, step = signals.parse_member(item)
@@ -68,23 +76,37 @@ def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
             continue
         if step == signals.ADVANCE_STEP:  # just started: lease it and run it
             advances.setdefault(tenant_id, []).append(run_id)
+        elif step < 0:  # a run's control, pushed back from a dead worker: a drain claims it
+            controls.add(tenant_id)
         else:
             requests.append((tenant_id, run_id, step))
+    for tenant_id in sorted(controls):
+        signals.request_drain(tenant_id)
     for tenant_id, run_ids in advances.items():
         continuation.advance_many(tenant_id, run_ids, handoff=signals.request_continue)
     return continuation.resume_requests(requests, handoff=signals.request_continue)
 
 
-def give_back(r: Redis, raw: list[Any]) -> None:
-    """Put requests back at the head of the list (an outage stopped them)."""
+def give_back(r: Redis, raw: list[Any], holder: str | None = None) -> None:
+    """Put requests back at the head of the list (an outage or a stop
+    interrupted them): the holder's taking list, else `raw`."""
     try:
-        if raw:
+        if holder is not None:
+            inflight.give_back(r, holder)
+        elif raw:
             r.lpush(signals.RESUME_KEY, *reversed(raw))
     except Exception as exc:  # Redis is gone too: the sweep finds the due rows
         log.warning("resume requests dropped", extra={"error_class": type(exc).__name__})
 
 
-def loop(stop: threading.Event) -> None:
+def loop(stop: threading.Event, holder: str | None = None) -> None:
+    """Take and handle batches until `stop`. With a `holder` (the worker's
+    liveness name, `holders.start`), every batch is taken into its taking list,
+    and nothing is taken before its liveness key exists: a dead worker is
+    only found, and its batch pushed back, through that key."""
+    while holder is not None and heartbeat.holder() != holder and not stop.is_set():
+        liveness.tick("worker", "resume")
+        stop.wait(NAMED_POLL_S)
     alive_until = 0.0
     outage = False
     while not stop.is_set():
@@ -95,21 +117,24 @@ def loop(stop: threading.Event) -> None:
             if time.monotonic() >= alive_until:
                 r.set(signals.ALIVE_KEY, "1", px=signals.LOOP_ALIVE_MS)
                 alive_until = time.monotonic() + BLOCK_S
-            raw = pop(r)
+            raw = pop(r, holder=holder)
             if stop.is_set():  # stopped while we waited: leave these to another worker
-                give_back(r, raw)
+                give_back(r, raw, holder)
                 break
             if raw:
-                with inflight.tracked([m.decode() if isinstance(m, bytes) else m for m in raw]):
-                    handle(raw)
+                handle(raw)
+                if holder is not None:
+                    inflight.done(r, holder)
             if outage:
                 log.info("workflow resume loop reconnected")
                 outage = False
         except Exception as exc:  # never die of an outage (or of one bad batch)
             if not transient.is_infrastructure(exc):
                 log.exception("resume batch failed; the sweep will retry its rows")
+                if holder is not None:
+                    _forget(r, holder)
                 continue
-            give_back(r, raw)
+            give_back(r, raw, holder)
             if not outage:
                 log.warning(
                     "workflow resume loop: outage", extra={"error_class": type(exc).__name__}
@@ -118,17 +143,25 @@ def loop(stop: threading.Event) -> None:
             stop.wait(1.0)
 
 
+def _forget(r: Redis, holder: str) -> None:
+    """Drop a failed batch from the taking list (its due rows stay for the sweep)."""
+    try:
+        inflight.done(r, holder)
+    except Exception as exc:  # Redis is gone: the batch is taken again with the next one
+        log.warning("failed batch kept", extra={"error_class": type(exc).__name__})
+
+
 def start_thread(
-    app: Flask, stop: threading.Event | None = None
+    app: Flask, stop: threading.Event | None = None, holder: str | None = None
 ) -> tuple[threading.Event, threading.Thread]:
-    """Run the loop in a daemon thread of this process (with an app context).
-    Set the event (`stop`, or a new one) to stop it: the batch in hand is
-    finished, nothing more is claimed."""
+    """Run the loop in a daemon thread of this process (with an app context),
+    taking for `holder` when given (`loop`). Set the event (`stop`, or a new
+    one) to stop it: the batch in hand is finished, nothing more is claimed."""
     stop = stop or threading.Event()
 
     def run() -> Any:
         with app.app_context():
-            loop(stop)
+            loop(stop, holder)
 
     thread = threading.Thread(target=run, name="workflow-resume-loop", daemon=True)
     thread.start()

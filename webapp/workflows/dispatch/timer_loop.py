@@ -5,8 +5,11 @@ Due wake-ups live in a Redis sorted set scored by their instant in
 milliseconds (`signals.schedule_resume` adds them). The timer sleeps exactly
 until the earliest one (on a local event, to the millisecond), woken early
 when a sooner one is added (a poke on a Redis list, which a second thread
-waits on and turns into that event); a due member is claimed with ZREM, so of several timers exactly one
-enqueues its resume. Every `LEASE_CHECK_S` it also looks for running runs
+waits on and turns into that event). Due members are claimed and handed on
+in one script (`claim_due`), so of several timers exactly one resumes each,
+and a timer killed at any instant has either left a member in the set or
+already handed it to the resume loops (or to its in-flight set, which
+another worker's timer pushes back when it is dead: `inflight`). Every `LEASE_CHECK_S` it also looks for running runs
 whose lease expired, or whose holder died (`holders`: its liveness key is
 gone and the lease missed its renewals), and enqueues `advance` for them;
 what a dead worker was about to claim goes back on the resume list
@@ -45,20 +48,65 @@ MAX_SLEEP_S = 1.0
 BATCH = 200
 
 
-def fire_due(r: Redis, now_ms: int, stop: threading.Event | None = None) -> int:
-    """Enqueue the resume of every due member we manage to claim (none once
-    `stop` is set)."""
-    fired = 0
-    due: list[Any] = list(r.zrangebyscore(signals.TIMER_KEY, "-inf", now_ms, start=0, num=BATCH))
-    for member in due:
-        if stop is not None and stop.is_set():
-            break
-        if not r.zrem(signals.TIMER_KEY, member):
-            continue  # another timer took it
-        tenant_id, run_id, step = signals.parse_member(member)
-        signals.request_resume(tenant_id, run_id, step)
-        fired += 1
-    return fired
+# Claim the due members (ZREM) and hand them on in the same step: onto the
+# resume list when a resume loop is alive and the step is a run's own (>= 0);
+# the rest (an RQ job or a drain must be enqueued for them) into the claiming
+# holder's in-flight set (KEYS[4], when ARGV[3] is '1') and returned.
+# Returns {number claimed, {members to enqueue}}.
+_CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+if #due == 0 then
+  return {0, {}}
+end
+redis.call('ZREM', KEYS[1], unpack(due))
+local alive = redis.call('EXISTS', KEYS[3]) == 1
+local loop, rest = {}, {}
+for _, m in ipairs(due) do
+  local step = tonumber(string.match(m, '|(%-?%d+)$'))
+  if alive and step ~= nil and step >= 0 then
+    table.insert(loop, m)
+  else
+    table.insert(rest, m)
+  end
+end
+if #loop > 0 then
+  redis.call('RPUSH', KEYS[2], unpack(loop))
+end
+if #rest > 0 and ARGV[3] == '1' then
+  redis.call('SADD', KEYS[4], unpack(rest))
+end
+return {#due, rest}
+"""
+
+
+def claim_due(r: Redis, now_ms: int, holder: str | None) -> tuple[int, list[str]]:
+    """Claim every member due by `now_ms` (up to BATCH) and hand it on, in one
+    script: returns how many were claimed and those still to enqueue (kept in
+    `holder`'s in-flight set until `fire_due` enqueued them)."""
+    in_flight = inflight.key(holder) if holder is not None else signals.TIMER_KEY
+    claimed, rest = r.eval(
+        _CLAIM,
+        4,
+        signals.TIMER_KEY,
+        signals.RESUME_KEY,
+        signals.ALIVE_KEY,
+        in_flight,
+        now_ms,
+        BATCH,
+        "1" if holder is not None else "0",
+    )
+    return int(claimed), [m.decode() if isinstance(m, bytes) else m for m in rest]
+
+
+def fire_due(r: Redis, now_ms: int) -> int:
+    """Resume every due member we manage to claim; returns how many."""
+    holder = heartbeat.holder()
+    claimed, rest = claim_due(r, now_ms, holder)
+    for m in rest:
+        signals.request_resume(*signals.parse_member(m))
+    if rest and holder is not None:
+        r.srem(inflight.key(holder), *rest)
+    return claimed
 
 
 def lease_check(limit: int = 500) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
@@ -142,11 +190,11 @@ def loop(stop: threading.Event, poked: threading.Event | None = None) -> None:
             if poked is not None:
                 poked.clear()
             now_ms = signals.to_ms(clock.now())
-            fire_due(r, now_ms, stop)
+            fire_due(r, now_ms)
             if time.monotonic() >= next_lease_check:
                 next_lease_check = time.monotonic() + LEASE_CHECK_S
                 if timer_reload.reload_if_lost(r):
-                    fire_due(r, now_ms, stop)
+                    fire_due(r, now_ms)
                 check_leases(r, stop)
             wait = next_sleep(r, now_ms, min(MAX_SLEEP_S, next_lease_check - time.monotonic()))
             if wait > 0 and poked is not None:
