@@ -101,7 +101,8 @@ def take(r: Redis, holder: str, batch: int, block_s: float) -> list[Any]:
     taken = list(r.eval(_TAKE, 2, signals.RESUME_KEY, taking_key(holder), batch))
     if taken:
         return taken
-    one = r.blmove(signals.RESUME_KEY, taking_key(holder), block_s, "LEFT", "RIGHT")
+    # BLMOVE takes a fractional timeout (Redis 6+); redis-py types it as int
+    one = r.blmove(signals.RESUME_KEY, taking_key(holder), block_s, "LEFT", "RIGHT")  # type: ignore[arg-type]
     return [] if one is None else [one]
 
 
