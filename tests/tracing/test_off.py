@@ -51,3 +51,28 @@ def test_with_tracing_off_nothing_is_imported_or_installed(
     on = probe({**env, "OTEL_TRACES_EXPORTER": "console"})
     assert on["hooks"] == [True, True, True] and on["wrapped"] is True
     assert {"webapp.tracing.otel", "opentelemetry.sdk.trace"} <= set(on["tracing_modules"])
+
+
+def test_tracing_asked_for_without_the_otel_extra_stops_start_up_with_one_line(
+    database_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    """`make run` installs only what running needs: OpenTelemetry comes with the
+    `otel` extra. A process started with OTEL_* set but without it stops at
+    start-up saying what to install (a configuration error), never a traceback."""
+    env = procs.app_env(database_url, redis_url, tmp_path / "instance")
+    env["OTEL_TRACES_EXPORTER"] = "console"
+    without_otel = "import sys; sys.modules['opentelemetry'] = None; import wsgi"
+    out = subprocess.run(
+        [sys.executable, "-c", without_otel],
+        cwd=procs.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1] == (
+        "configuration error: OTEL_* tracing settings are set but OpenTelemetry is not "
+        "installed: pip install -e '.[otel]'"
+    ), out.stderr
+    assert "Traceback" not in out.stderr

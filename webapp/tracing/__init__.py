@@ -17,9 +17,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from webapp.config import ConfigError
 
-class TracingUnavailable(RuntimeError):
-    """Tracing is asked for by the environment but the `otel` extra is missing."""
+
+class TracingUnavailable(ConfigError):
+    """Tracing is asked for by the environment but the `otel` extra is missing
+    (`make run` installs only what running needs): a configuration error, so
+    every process stops at start-up with one line saying what to install."""
 
 
 def wanted(env: Any = os.environ) -> bool:
@@ -51,7 +55,7 @@ def _otel() -> Any:
     # OpenTelemetry is an optional extra: imported only when tracing is on.
     try:
         from webapp.tracing import otel
-    except ImportError as exc:  # pragma: no cover - the dev extra installs it
+    except ImportError as exc:
         raise TracingUnavailable(
             "OTEL_* tracing settings are set but OpenTelemetry is not installed: "
             "pip install -e '.[otel]'"
