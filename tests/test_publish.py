@@ -10,7 +10,6 @@ import pytest
 from rq import Queue
 
 from webapp import create_app, db
-from webapp import events as old_events
 from webapp.eventstore import StreamId, VersionConflict, read_stream
 from webapp.jobs.queue import DISPATCH_FUNC, DISPATCH_PENDING_KEY
 from webapp.publish import MAX_ID, MAX_NAME, PublishError, publish
@@ -141,9 +140,3 @@ def test_cli_events_append_bad_input(app, runner, args, message):
     assert message in res.output
     with db.reading() as conn:
         assert conn.exec_driver_sql("SELECT COUNT(*) FROM events").scalar() == 0
-
-
-def test_the_old_module_name_still_publishes() -> None:
-    """`webapp.events` is kept for one release (CHANGELOG): the same function."""
-    assert old_events.publish is publish
-    assert old_events.PublishError is PublishError

@@ -1,17 +1,23 @@
-"""Operator commands: `flask db`, `flask projections`, `flask tenants`, `flask jobs`."""
+"""Operator commands: `flask about`, `flask db`, `flask projections`, `flask tenants`,
+`flask jobs`."""
 
 from __future__ import annotations
 
 import json
+import platform
+from urllib.parse import urlsplit
 
 import click
 from flask import Flask, current_app
-from flask.cli import AppGroup
+from flask.cli import AppGroup, with_appcontext
+from sqlalchemy.engine import make_url
 
 from webapp import actors, db, tenants
+from webapp.config import Config
 from webapp.eventstore import parked, projections
 from webapp.jobs.registry import registered_jobs
 from webapp.publish import PublishError, publish
+from webapp.version import VERSION
 
 db_cli = AppGroup("db", help="Database schema (Alembic migrations).")
 projections_cli = AppGroup("projections", help="Async projections: status, parked events.")
@@ -145,6 +151,47 @@ def events_append(event_type: str, aggregate: str, payload: str, tenant: str) ->
     )
 
 
+def _database_in_use(url: str) -> str:
+    """The backend and where it is, from the URL's parts: never its user,
+    password or query (which may carry a password too)."""
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        return f"{u.drivername} {u.database or ':memory:'}"
+    port = f":{u.port}" if u.port else ""
+    return f"{u.drivername} {u.host or 'localhost'}{port}/{u.database or ''}"
+
+
+def _redis_in_use(url: str, embedded: bool) -> str:
+    """The same for Redis: scheme, host, port and database index, or the socket."""
+    u = urlsplit(url)
+    if u.scheme == "unix":
+        where = f"unix://{u.path}"
+    else:
+        port = f":{u.port}" if u.port else ""
+        where = f"{u.scheme}://{u.hostname}{port}{u.path}"
+    return f"embedded {where}" if embedded else where
+
+
+def about_lines(cfg: Config) -> list[str]:
+    """What `flask about` prints: read from the configuration alone (no
+    connection is made, so it answers at once, also during an outage)."""
+    return [
+        f"version   {VERSION}",
+        f"python    {platform.python_version()} ({platform.python_implementation()})",
+        f"database  {_database_in_use(cfg.database_url)}",
+        f"redis     {_redis_in_use(cfg.redis_url, cfg.redis_embedded)}",
+    ]
+
+
+@click.command("about")
+@with_appcontext
+def about() -> None:
+    """This release's version, the Python and the database and Redis in use (no secrets)."""
+    for line in about_lines(current_app.config["APP_CONFIG"]):
+        click.echo(line)
+
+
 def init_app(app: Flask) -> None:
+    app.cli.add_command(about)
     for group in (db_cli, projections_cli, tenants_cli, jobs_cli, events_cli, users_cli):
         app.cli.add_command(group)

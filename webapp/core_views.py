@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -12,6 +13,7 @@ from flask import Blueprint, Flask, Response, current_app, render_template
 from sqlalchemy.exc import SQLAlchemyError
 
 from webapp import db, security
+from webapp.version import VERSION
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +25,14 @@ def index() -> str:
     return render_template("index.html")
 
 
-HEALTHY = b'{"status":"ok","database":"ok"}\n'
-UNHEALTHY = b'{"status":"unavailable","database":"unreachable"}\n'
+def _health_body(status: str, database: str) -> bytes:
+    body = {"status": status, "database": database, "version": VERSION}
+    return json.dumps(body, separators=(",", ":")).encode() + b"\n"
+
+
+# Built once: the answers are constant bytes (QuickHealth sends them as they are).
+HEALTHY = _health_body("ok", "ok")
+UNHEALTHY = _health_body("unavailable", "unreachable")
 
 
 class DatabaseCheck:

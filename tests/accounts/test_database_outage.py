@@ -21,6 +21,7 @@ from tests.helpers import statements
 from tests.support.accounts import login, register
 from tests.support.web import FreshGClient
 from webapp import create_app, db
+from webapp.version import VERSION
 
 ADDRESS = "ada@example.com"
 
@@ -28,7 +29,7 @@ ADDRESS = "ada@example.com"
 def test_healthz_is_json_not_stored_and_asks_the_database(app: Flask, make_config: Any) -> None:
     resp = app.test_client().get("/healthz")
     assert resp.status_code == 200
-    assert resp.get_json() == {"status": "ok", "database": "ok"}
+    assert resp.get_json() == {"status": "ok", "database": "ok", "version": VERSION}
     assert resp.headers["Cache-Control"] == "no-store"
 
     every_time = create_app(make_config(healthz_cache_ms=0)).test_client()
@@ -77,7 +78,11 @@ def test_database_outage_answers_503_and_the_first_request_after_it_is_served(
     relay.stop()
     health = client.get("/healthz")
     assert health.status_code == 503
-    assert health.get_json() == {"status": "unavailable", "database": "unreachable"}
+    assert health.get_json() == {
+        "status": "unavailable",
+        "database": "unreachable",
+        "version": VERSION,
+    }
     assert health.headers["Retry-After"] == "5"
     for path, headers in (("/profile", {}), ("/privacy", {}), ("/login", {"HX-Request": "true"})):
         page = client.get(path, headers=headers)

@@ -9,6 +9,7 @@ from werkzeug.test import Client
 
 from tests.support.metrics import delta, scrape
 from webapp.core_views import QuickHealth
+from webapp.version import VERSION
 
 COUNT = "webapp_http_request_duration_seconds_count"
 
@@ -24,7 +25,8 @@ def test_the_quick_answer_is_the_flask_views_answer(app: Flask, client) -> None:
     quick = client.get("/healthz")
     flask = _flask_itself(app).get("/healthz")
     assert quick.status == flask.status == "200 OK"
-    assert quick.get_data() == flask.get_data() == b'{"status":"ok","database":"ok"}\n'
+    expected = b'{"status":"ok","database":"ok","version":"%s"}\n' % VERSION.encode()
+    assert quick.get_data() == flask.get_data() == expected
     assert sorted(quick.headers.items()) == sorted(flask.headers.items())
     assert quick.headers["Cache-Control"] == "no-store"
     assert "frame-ancestors 'none'" in quick.headers["Content-Security-Policy"]

@@ -26,6 +26,7 @@ from webapp.admin import (
     views_versions,
 )
 from webapp.admin import cli as _cli  # noqa: F401  (registers `flask users grant-admin|revoke-admin`)
+from webapp.version import VERSION
 
 __all__ = ["init_app"]
 
@@ -67,6 +68,7 @@ def _helpers() -> dict[str, Any]:
         "tenant_options": lambda ids: {t: t for t in ids},
         "admin_endpoints": set(current_app.view_functions),
         "queue_place": _queue_place,
+        "app_version": VERSION,  # the footer's
     }
 
 

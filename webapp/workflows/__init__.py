@@ -36,7 +36,7 @@ from flask import Flask
 from webapp.jobs.registry import JobSpec, register_job
 from webapp.security import csrf
 from webapp.workflows import cli, webhook_route
-from webapp.workflows.definition import builders, match
+from webapp.workflows.definition import match
 from webapp.workflows.definition.builders import (
     DefinitionError,
     Workflow,
@@ -64,9 +64,6 @@ from webapp.workflows.dispatch import signals, sweep
 from webapp.workflows.store import cron_ticks, projection
 from webapp.workflows.triggers import registry, subject_erasure
 from webapp.workflows.triggers.registry import register, register_handler, registered, unregister
-
-# Kept for one release: `from webapp.workflows import api as wf` (CHANGELOG).
-api = builders
 
 __all__ = [
     "DefinitionError",
