@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
+import psycopg
+import pytest
+from psycopg import errors as pg_errors
 from sqlalchemy import insert, select
+from sqlalchemy.exc import OperationalError
 
 from tests.helpers import append_one, applied_table, projection
 from webapp import db
@@ -112,3 +118,69 @@ def test_status_shows_cursor_and_lag(app, runner):
 def test_cli_group_is_registered(app):
     assert "projections" in app.cli.commands
     assert projections_cli.name == "projections"
+
+
+def failures(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "webapp.eventstore.projections"]
+
+
+def test_a_run_that_cannot_read_the_safe_position_logs_what_the_database_said(
+    app, monkeypatch, caplog
+):
+    """A database shutting down is named by its own error (class, SQLSTATE,
+    message), not as "no safe position"; the statement and its parameters
+    stay out of the line."""
+    shutdown = pg_errors.AdminShutdown("terminating connection due to administrator command")
+    wrapped = OperationalError("SELECT secret FROM events", {"after": "secret"}, shutdown)
+
+    def fail(conn):  # type: ignore[no-untyped-def]
+        raise wrapped
+
+    monkeypatch.setattr(projections, "safe_position", fail)
+    caplog.set_level(logging.WARNING, logger="webapp.eventstore.projections")
+    assert projections.run_all() == projections.RunResult()
+    [record] = failures(caplog)
+    assert record.levelno == logging.WARNING and record.exc_info is None
+    assert record.getMessage() == "projection run failed: database unavailable"
+    assert record.error_class == "AdminShutdown"  # type: ignore[attr-defined]
+    assert record.sqlstate == "57P01"  # type: ignore[attr-defined]
+    assert record.error == "terminating connection due to administrator command"  # type: ignore[attr-defined]
+    assert "secret" not in str(record.__dict__)
+
+
+def test_a_failure_that_is_not_an_outage_keeps_its_traceback(app, monkeypatch, caplog):
+    def fail(conn):  # type: ignore[no-untyped-def]
+        raise ValueError("not the database")
+
+    monkeypatch.setattr(projections, "safe_position", fail)
+    caplog.set_level(logging.WARNING, logger="webapp.eventstore.projections")
+    projections.run_all()
+    [record] = failures(caplog)
+    assert record.levelno == logging.ERROR and record.exc_info is not None
+    assert record.getMessage() == "projection run failed while reading the safe position"
+    assert record.error_class == "ValueError"  # type: ignore[attr-defined]
+
+
+def test_a_connection_the_server_terminated_is_named_by_the_servers_error(
+    app, backend, monkeypatch, caplog
+):
+    """PostgreSQL ending the worker's connection (what a fast shutdown does
+    to every backend) reaches the log as the server's own error."""
+    if backend != "postgresql":
+        pytest.skip("PostgreSQL's administrator shutdown")
+    monkeypatch.setattr(db, "ALIVE_BYPASS_SECONDS", 3600.0)  # no ping at checkout
+    engine = db.get_engine()
+    engine.dispose()  # one pooled connection: the one terminated below
+    with db.reading() as conn:
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+    caplog.set_level(logging.WARNING, logger="webapp.eventstore.projections")
+    projections.run_all()
+    [record] = failures(caplog)
+    assert record.getMessage() == "projection run failed: database unavailable"
+    assert record.error_class == "AdminShutdown"  # type: ignore[attr-defined]
+    assert record.sqlstate == "57P01"  # type: ignore[attr-defined]
+    projections.run_all()  # the pool replaced the connection
+    assert len(failures(caplog)) == 1

@@ -1,7 +1,7 @@
 """Every connection to a SQLite file gets the same set-up: the write-ahead
 log, the durability and erasure pragmas, and the page cache and memory map
 the operator sized with SQLITE_CACHE_MB and SQLITE_MMAP_MB (docs/performance.md,
-"Cost against history").
+"SQLite").
 
 Each test opens a SQLite file of its own, whatever TEST_DATABASE_URL says:
 these settings only apply to SQLite."""

@@ -2,7 +2,7 @@
 parameters and columns converted by the columns' own types, and nothing else
 of SQLAlchemy's per-statement work (execution context, compiled-cache lookup,
 result set-up), which costs about twice what the driver and the database do
-for a one-row read (bench.profile_web; docs/performance.md, "## Web").
+for a one-row read (bench.profile_web; docs/performance.md, "Web pages").
 
 Made for the session check that every signed-in request runs. The statement
 and its rows are the same as `conn.execute(stmt)` would give; what differs is

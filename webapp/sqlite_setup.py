@@ -16,7 +16,8 @@ Besides the journal (WAL), durability, foreign keys, the busy timeout and
   connection's commit: with workers committing all the time, each transaction
   maps the file again and faults in every page it touches.
 
-`docs/performance.md`, "Cost against history", has the figures.
+`docs/performance.md`, "SQLite", says when to change them; bench/README.md
+has the measurements.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Connection, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError, OperationalError
 
 from webapp import clock, db
 from webapp.eventstore.positions import held_back, safe_position
@@ -238,8 +238,8 @@ def run_all(max_attempts: int = 5) -> RunResult:
         with db.reading() as conn:  # one walk for every projection of this run
             safe = safe_position(conn)
             todo, waiting = _with_work(conn, safe)
-    except Exception:  # the database is away: as a failure of each projection
-        log.exception("projection run failed: no safe position")
+    except Exception as exc:  # the database is away: as a failure of each projection
+        _log_failure(exc, "while reading the safe position")
         return total
     for r in [*waiting, *(_run_one(p, safe, max_attempts) for p in todo)]:
         total.applied += r.applied
@@ -255,11 +255,59 @@ def run_all(max_attempts: int = 5) -> RunResult:
 def _run_one(p: AsyncProjection, safe: int, max_attempts: int) -> RunResult:
     try:
         return run_projection(p, max_attempts=max_attempts, safe=safe)
-    except Exception:
+    except Exception as exc:
         # Infrastructure failure (DB down, lock timeout): leave the cursor,
         # the next dispatch or sweep carries on from it.
-        log.exception("projection run failed", extra={"projection": p.name})
+        _log_failure(exc, projection=p.name)
         return RunResult()
+
+
+def database_error(exc: BaseException) -> dict[str, str]:
+    """What the database said, for a log line: the driver's error class
+    (`AdminShutdown`, not SQLAlchemy's wrapper), its SQLSTATE and the first
+    line of its message; never the statement or its parameters."""
+    cause: BaseException = exc
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        cause = exc.orig
+    elif isinstance(exc, DisconnectionError) and exc.__cause__ is not None:
+        cause = exc.__cause__  # the pool's failed ping (webapp.db)
+    fields = {"error_class": type(cause).__name__}
+    sqlstate = getattr(cause, "sqlstate", None)
+    if sqlstate:
+        fields["sqlstate"] = str(sqlstate)
+    lines = str(cause).strip().splitlines()
+    if lines:
+        fields["error"] = lines[0][:300]
+    return fields
+
+
+def _log_failure(exc: Exception, during: str = "", **extra: str) -> None:
+    """A database that went away (shutting down, restarting, unreachable) is
+    a warning naming what the database said; anything else is an error with
+    its traceback."""
+    extra.update(database_error(exc))
+    if _unavailable(exc):
+        log.warning("projection run failed: database unavailable", extra=extra)
+    else:
+        log.exception(" ".join(("projection run failed", during)).strip(), extra=extra)
+
+
+def _unavailable(exc: Exception) -> bool:
+    """The connection was lost or could not be made: SQLAlchemy saw a
+    disconnect, the server is shutting down or starting (SQLSTATE class 08,
+    57P01-57P03), or the driver failed before the server answered (a
+    PostgreSQL driver error without a SQLSTATE, e.g. connection refused)."""
+    if isinstance(exc, DisconnectionError):
+        return True
+    if not isinstance(exc, DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    state = str(getattr(exc.orig, "sqlstate", None) or "")
+    if state[:2] == "08" or state in ("57P01", "57P02", "57P03"):
+        return True
+    sqlite = hasattr(exc.orig, "sqlite_errorcode")
+    return isinstance(exc, OperationalError) and not state and not sqlite
 
 
 def _with_work(conn: Connection, safe: int) -> tuple[list[AsyncProjection], list[RunResult]]:
