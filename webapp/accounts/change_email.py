@@ -161,6 +161,7 @@ def record_email_changed_notice(
         "mail.emailChanged",
         f"/email-change/revert/{revert_token(user.id, version)}",
         to=_previous(conn, change),
+        duration=signed_links.LIFETIMES[signed_links.REVERT_EMAIL],
     )
 
 

@@ -169,6 +169,7 @@ def record_deletion_link(conn: Connection, user: User, token: str) -> None:
         DELETION_LINK,
         "privacy.mail.deletionLink",
         f"/delete-account/{token}",
+        duration=signed_links.LIFETIMES[signed_links.DELETE_ACCOUNT],
     )
 
 

@@ -8,11 +8,12 @@ The user's stored choice wins, else the browser's Accept-Language, else English.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from babel.support import NullTranslations
 from flask import Flask, has_request_context, request
-from flask_babel import Babel, get_locale, get_translations
+from flask_babel import Babel, format_decimal, get_locale, get_translations
 from flask_login import current_user
 
 from webapp.config import ROOT
@@ -64,6 +65,42 @@ def template_ngettext(singular: str, plural: str, num: int, **variables: Any) ->
     return _catalog().ungettext(singular, plural, num) % variables
 
 
+# The units a duration is stated in, largest first: (message id, its plural id,
+# seconds). Plural messages (`ngettext`): each language's catalog has its forms.
+_UNITS = (
+    ("duration.days", "duration.days.plural", 86400),
+    ("duration.hours", "duration.hours.plural", 3600),
+    ("duration.minutes", "duration.minutes.plural", 60),
+    ("duration.seconds", "duration.seconds.plural", 1),
+)
+_UNIT_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
+
+
+def duration(amount: int | timedelta, unit: str = "seconds") -> str:
+    """`amount` (`unit`s, or a timedelta) in words in the current language, with
+    its plural: in the largest unit that measures it whole, so it is always
+    exact. 30 s is "30 seconds", 60 "1 minute", 90 "90 seconds", 5400 "90
+    minutes", 3600 "1 hour", 172800 "2 days"; 0 is stated in `unit`. The
+    German forms are dative ("nach 2 Tagen", "innerhalb von 1 Stunde"): a
+    message puts a duration after a preposition that takes the dative. Also
+    the templates' `duration` filter (`reauth_seconds|duration`,
+    `grace_days|duration("days")`) and what `notices.record` makes of a
+    timedelta parameter."""
+    total = (
+        amount.total_seconds() if isinstance(amount, timedelta) else amount * _UNIT_SECONDS[unit]
+    )
+    if total < 0 or total != int(total):
+        raise ValueError(f"not a duration in whole seconds: {amount!r}")
+    seconds = int(total)
+    for singular, plural, size in _UNITS:
+        if seconds % size == 0 and (seconds or size == _UNIT_SECONDS[unit]):
+            count = seconds // size
+            return str(
+                _catalog().ungettext(singular, plural, count) % {"num": format_decimal(count)}
+            )
+    raise AssertionError("a whole number of seconds is measured by the last unit")
+
+
 def init_app(app: Flask) -> None:
     app.config["BABEL_TRANSLATION_DIRECTORIES"] = str(TRANSLATIONS)
     app.config["BABEL_DEFAULT_LOCALE"] = "en"
@@ -71,6 +108,7 @@ def init_app(app: Flask) -> None:
     app.jinja_env.install_gettext_callables(  # type: ignore[attr-defined]
         template_gettext, template_ngettext, newstyle=True
     )
+    app.jinja_env.filters["duration"] = duration
 
     @app.context_processor
     def _language() -> dict[str, object]:

@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 
 from webapp import clock
 from webapp.accounts.account import Account
+from webapp.accounts.i18n import duration
 from webapp.accounts.users import User, get_user
 from webapp.mail import outbox
 
@@ -53,13 +54,15 @@ def record(
 ) -> int | None:
     """Record one mail of `kind` (its outbox kind) to `to` (default: the user's
     address): subject `<keys>.subject`, body `<keys>.body` (or `body`), with the
-    link to `path` on this site. None when nothing was recorded (restricted, or
-    `dedupe_key` seen before)."""
+    link to `path` on this site; a timedelta in `params` is stated in words in
+    the user's language (`i18n.duration`). None when nothing was recorded
+    (restricted, or `dedupe_key` seen before)."""
     if not Account(user).accepts_mail(kind):
         return None
     if path is not None:
         params["link"] = base_url() + path
     with force_locale(user.language or "en"):
+        params = {k: duration(v) if isinstance(v, timedelta) else v for k, v in params.items()}
         subject = gettext(f"{keys}.subject")
         text = gettext(body or f"{keys}.body", **params)  # type: ignore[arg-type]
     return outbox.record(

@@ -160,6 +160,7 @@ def record_verification(
         f"/verify-email/{verification_token(user)}",
         dedupe_key=f"reminder:{user.id}:{address_version(conn, user)}" if reminder else None,
         body="mail.verify.reminderBody" if reminder else "mail.verify.body",
+        duration=signed_links.LIFETIMES[signed_links.VERIFY_EMAIL],
     )
 
 

@@ -139,7 +139,14 @@ def check(conn: Connection, token: str) -> User:
 
 # --- mails -----------------------------------------------------------------------
 def record_password_reset(conn: Connection, user: User, token: str) -> None:
-    notices.record(conn, user, PASSWORD_RESET, "mail.passwordReset", f"/reset-password/{token}")
+    notices.record(
+        conn,
+        user,
+        PASSWORD_RESET,
+        "mail.passwordReset",
+        f"/reset-password/{token}",
+        duration=signed_links.LIFETIMES[signed_links.RESET_PASSWORD],
+    )
 
 
 ROW_CHANGES: dict[str, RowChange] = {ev.PASSWORD_RESET: change_password.changed_row}

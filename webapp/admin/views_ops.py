@@ -10,6 +10,7 @@ from webapp.admin import access, queries
 from webapp.admin.access import bp
 from webapp.eventstore import get_events, projections
 from webapp.eventstore import parked as parked_events
+from webapp.workflows.dispatch.sweep import STUCK_AFTER
 
 
 def chosen_tenant() -> tuple[str, list[str]]:
@@ -29,7 +30,12 @@ def stuck() -> Response:
         rows = queries.stuck_runs(conn, tenant)
         report = queries.deploy_check(conn)
     return pages.render(
-        "admin/stuck.html", rows=rows, tenant=tenant, tenant_ids=known, report=report
+        "admin/stuck.html",
+        rows=rows,
+        tenant=tenant,
+        tenant_ids=known,
+        report=report,
+        stuck_after=STUCK_AFTER,
     )
 
 
