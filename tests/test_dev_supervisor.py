@@ -82,6 +82,7 @@ def test_make_run_restarts_a_killed_worker_and_stops_cleanly(tmp_path):
     run = procs.Proc([sys.executable, "-m", "worker.dev"], env, tmp_path / "dev.log")
     try:
         procs.until(lambda: "Ready:" in run.output(), timeout=90, what="make run ready")
+        assert _get(int(env["PORT"])) == 200  # "Ready" means the web answers
         pid_of = re.compile(r"worker\s+\| started \(pid (\d+)\)")
         first = int(procs.until(lambda: pid_of.findall(run.output()), what="worker pid")[0])
         os.kill(first, signal.SIGKILL)
@@ -247,3 +248,97 @@ def test_a_web_master_that_dies_takes_its_workers_with_it_and_the_next_one_serve
         with contextlib.suppress(ProcessLookupError):
             os.killpg(run.pid, signal.SIGTERM)
         run.wait(STOP_WITHIN_S)
+
+
+# A web process as the supervisor sees it: it exits at its first start (the
+# supervisor must start it again while it waits), then listens after a delay and
+# answers /healthz 503 a few times before 200. Each request is written to its log
+# before it is answered.
+SLOW_WEB = r"""
+import sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+port, log, crashed = int(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+if not crashed.exists():
+    crashed.touch()
+    sys.exit(3)
+time.sleep(1.0)
+unhealthy = [3]
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        status = 200
+        if self.path == "/healthz" and unhealthy[0] > 0:
+            unhealthy[0] -= 1
+            status = 503
+        with log.open("a") as fh:
+            fh.write(f"GET {self.path} {status} {self.headers.get('User-Agent')}\n")
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+def test_ready_is_printed_after_the_first_healthy_answer_and_the_first_pages(tmp_path):
+    port = _free_port()
+    log, crashed = tmp_path / "requests.log", tmp_path / "crashed"
+    log.touch()
+
+    def start() -> subprocess.Popen[bytes]:
+        args = [sys.executable, "-c", SLOW_WEB, str(port), str(log), str(crashed)]
+        return subprocess.Popen(args, start_new_session=True)
+
+    web = dev.Child("web", start)
+    web.start()
+    printed: list[tuple[str, list[str]]] = []  # what was printed, and what had been served then
+    try:
+        ready = dev.announce_ready(
+            ("127.0.0.1", port),
+            "http://localhost:1234",
+            [web],
+            threading.Event(),
+            out=lambda text: printed.append((text, log.read_text().splitlines())),
+        )
+        assert ready
+        [(text, served)] = printed
+        assert text.strip() == "Ready: http://localhost:1234/   (Ctrl-C stops everything)"
+        assert crashed.exists() and web.proc is not None and web.proc.poll() is None  # restarted
+        # Asked again and again until the first 200; then the first pages, and only then Ready.
+        assert served == [
+            *["GET /healthz 503 make-run"] * 3,
+            "GET /healthz 200 make-run",
+            "GET / 200 make-run",
+            "GET /login 200 make-run",
+        ]
+    finally:
+        web.kill()
+        assert web.proc is not None
+        web.proc.wait()
+
+
+def test_ready_is_not_printed_when_stopped_before_the_web_answers(tmp_path):
+    never = dev.Child(
+        "web",
+        lambda: subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+        ),
+    )
+    never.start()
+    stopping = threading.Event()
+    threading.Timer(1.0, stopping.set).start()
+    printed: list[str] = []
+    try:
+        assert not dev.announce_ready(
+            ("127.0.0.1", _free_port()), "http://x", [never], stopping, out=printed.append
+        )
+        assert printed == []
+    finally:
+        never.kill()
+        assert never.proc is not None
+        never.proc.wait()

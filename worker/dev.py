@@ -15,11 +15,16 @@ still talk to it while they stop; whatever of a group still runs after
 `KILL_AFTER_S` is SIGKILLed, the whole group. A second Ctrl-C kills at once. A
 child that exits unexpectedly takes its group with it too (a web worker whose
 master died must not keep the port from the next master).
+
+"Ready" (with the address to open) is printed once the web process answers
+`GET /healthz` on its port, and after the supervisor has asked for the first
+pages itself (`WARM_PATHS`), so the first page a person opens is served at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import signal
 import subprocess
@@ -43,10 +48,16 @@ STABLE_AFTER_S = 60.0
 STOP_S = 10.0  # Ctrl-C: every process this started is gone within this
 KILL_AFTER_S = 7.0  # then what still runs of the app's processes is killed
 WEB_GRACE_S = 5  # gunicorn's own graceful timeout for its workers' requests
+WARM_PATHS = ("/", "/login")  # asked for before "Ready": the pages opened first
+AGENT = "make-run"  # the supervisor's own requests (their access-log lines are not shown)
+NOT_SERVING_NOTE_S = 30.0  # still no answer after this long: say so, once
 
 
 def _pump(name: str, stream: IO[bytes]) -> None:
+    own = f'"{AGENT}"'.encode()
     for raw in iter(stream.readline, b""):
+        if name == "web" and raw.rstrip().endswith(own):
+            continue  # gunicorn's access-log line of the supervisor's own request
         sys.stdout.write(f"{name:<9}| {raw.decode(errors='replace')}")
         sys.stdout.flush()
 
@@ -155,6 +166,62 @@ def stop(children: list[Child], hurry: threading.Event) -> None:
             time.sleep(0.05)
 
 
+def web_address(cfg: Config) -> tuple[str, int]:
+    """Where to reach the web process from this machine (HOST may be a wildcard)."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(cfg.host, cfg.host)
+    return host, cfg.port
+
+
+def status_of(address: tuple[str, int], path: str, timeout: float = 5.0) -> int:
+    """The status of one GET (0: no answer). http.client, not a client that
+    honours proxy settings: this is a request to ourselves."""
+    conn = http.client.HTTPConnection(*address, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"User-Agent": AGENT})
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    except (OSError, http.client.HTTPException):
+        return 0
+    finally:
+        conn.close()
+
+
+def _out(text: str) -> None:
+    print(text, flush=True)
+
+
+def announce_ready(
+    address: tuple[str, int],
+    base_url: str,
+    children: list[Child],
+    stopping: threading.Event,
+    every: float = 0.2,
+    out: Callable[[str], None] = _out,
+) -> bool:
+    """Print "Ready" once `GET /healthz` answers 200 on `address` and the
+    `WARM_PATHS` were asked for, watching the children meanwhile (one that
+    exits is started again). False when stopped first."""
+    started = time.monotonic()
+    noted = False
+    while not stopping.is_set():
+        now = time.monotonic()
+        for child in children:
+            child.watch(now)
+        if status_of(address, "/healthz") == 200:
+            for path in WARM_PATHS:
+                status_of(address, path)
+            # BASE_URL, not HOST:PORT: the address to open (passkeys work only there)
+            out(f"\n  Ready: {base_url}/   (Ctrl-C stops everything)\n")
+            return True
+        if not noted and now - started >= NOT_SERVING_NOTE_S:
+            host, port = address
+            say("web", f"no answer on http://{host}:{port}/healthz yet; still waiting")
+            noted = True
+        stopping.wait(every)
+    return False
+
+
 def commands(cfg: Config, env: dict[str, str]) -> dict[str, list[str]]:
     py = sys.executable
     web = [py, "-m", "gunicorn", "--workers", env.get("WEB_CONCURRENCY", "2"), "--threads", "4"]
@@ -220,7 +287,7 @@ def main() -> int:
             child = Child(name, _popen(cmd, env))
             child.start()
             children.append(child)
-        print(f"\n  Ready: http://{cfg.host}:{cfg.port}/   (Ctrl-C stops everything)\n", flush=True)
+        announce_ready(web_address(cfg), cfg.base_url, children, stopping)
         while not stopping.is_set():
             now = time.monotonic()
             for child in children:
