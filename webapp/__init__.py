@@ -24,10 +24,12 @@ from webapp import (
 )
 from webapp.config import ROOT, Config
 from webapp.eventstore import projections
-from webapp.health import readiness
+from webapp.health import liveness, readiness
 from webapp.jobs.queue import request_dispatch
+from webapp.metrics import engine as engine_metrics
 from webapp.metrics import web as metrics
 from webapp.sqlite_setup import SqliteTuning
+from webapp.workflows import host as workflow_host
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,15 @@ def create_app(config: Config | None = None) -> Flask:
     security.init_app(app)  # before any feature, so none depends on the order
     metrics.init_app(app)  # its request timer first in, last out
     tracing.init_app(app, engine)  # OTEL_* set: request and statement spans
+    # The workflow engine reports to the metrics and the health checks through
+    # its host hooks; it imports neither. Its dispatch loops run in workers only.
+    workflow_host.install(
+        workflow_host.Host(
+            on_step=engine_metrics.on_step,
+            on_resume=engine_metrics.on_resume,
+            on_loop_turn=lambda loop: liveness.tick("worker", loop),
+        )
+    )
 
     cli.init_app(app)
     core_views.init_app(app)

@@ -1,4 +1,4 @@
-"""Workflow jobs the RQ worker runs (their dotted paths: `worker.job_paths`).
+"""Workflow jobs the RQ worker runs (their dotted paths: `webapp.workflows.dispatch.job_paths`).
 Each wraps a plain function of the engine in an application context."""
 
 from __future__ import annotations

@@ -27,14 +27,13 @@ from tests.support.workflows import only_run, types
 from webapp import db
 from webapp.eventstore import NewEvent, StreamId, append
 from webapp.eventstore.tables import events
-from webapp.workflows.dispatch import holders, inflight, signals
+from webapp.workflows.dispatch import holders, inflight, job_paths, signals
 from webapp.workflows.dispatch import timer_loop as timer
 from webapp.workflows.engine import claims, heartbeat, run_loop, stops
 from webapp.workflows.engine.run_state import RunState, Stop
 from webapp.workflows.store import leases as store_leases
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store import runs as store_runs
-from worker import job_paths
 
 ME = "checker"
 counts: dict[str, int] = {}

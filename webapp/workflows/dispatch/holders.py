@@ -41,8 +41,8 @@ from redis.exceptions import RedisError
 from webapp import clock
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
+from webapp.workflows.dispatch import job_paths
 from webapp.workflows.engine import heartbeat
-from worker import job_paths
 
 log = logging.getLogger("webapp.workflows")
 

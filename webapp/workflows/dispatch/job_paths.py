@@ -1,6 +1,6 @@
 """The dotted paths of the workflow engine's RQ jobs: the functions in
 `worker.workflow_tasks`, named here so that whoever enqueues them (the web
-processes too) needs nothing else of the worker. Constants only: this module
+processes too) needs nothing of the worker. Constants only: this module
 imports nothing."""
 
 RESUME_RUN = "worker.workflow_tasks.resume_run"

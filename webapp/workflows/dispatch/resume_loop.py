@@ -32,8 +32,8 @@ from typing import Any
 from flask import Flask
 from redis import Redis
 
-from webapp.health import liveness
 from webapp.redis_conn import get_redis
+from webapp.workflows import host
 from webapp.workflows.dispatch import inflight, signals
 from webapp.workflows.engine import continuation, heartbeat, transient
 
@@ -105,12 +105,12 @@ def loop(stop: threading.Event, holder: str | None = None) -> None:
     and nothing is taken before its liveness key exists: a dead worker is
     only found, and its batch pushed back, through that key."""
     while holder is not None and heartbeat.holder() != holder and not stop.is_set():
-        liveness.tick("worker", "resume")
+        host.current().on_loop_turn("resume")
         stop.wait(NAMED_POLL_S)
     alive_until = 0.0
     outage = False
     while not stop.is_set():
-        liveness.tick("worker", "resume")
+        host.current().on_loop_turn("resume")
         raw: list[Any] = []
         r = get_redis()
         try:

@@ -22,9 +22,9 @@ from sqlalchemy import Connection
 from webapp import clock, db
 from webapp.jobs import enqueue, has_sink
 from webapp.redis_conn import get_redis
+from webapp.workflows.dispatch import job_paths
 from webapp.workflows.engine import transient
 from webapp.workflows.store import start_signal, wake_signal
-from worker import job_paths
 
 log = logging.getLogger("webapp.workflows")
 

@@ -33,13 +33,12 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from webapp import clock, db, tenants
-from webapp.health import liveness
 from webapp.jobs import enqueue
 from webapp.redis_conn import get_redis
-from webapp.workflows.dispatch import holders, inflight, signals, timer_reload
+from webapp.workflows import host
+from webapp.workflows.dispatch import holders, inflight, job_paths, signals, timer_reload
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.store import queries
-from worker import job_paths
 
 log = logging.getLogger("webapp.workflows")
 
@@ -184,7 +183,7 @@ def loop(stop: threading.Event, poked: threading.Event | None = None) -> None:
     next_lease_check = 0.0
     outage = False
     while not stop.is_set():
-        liveness.tick("worker", "timer")
+        host.current().on_loop_turn("timer")
         try:
             r = get_redis()
             if poked is not None:

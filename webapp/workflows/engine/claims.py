@@ -23,8 +23,8 @@ from typing import Any
 from sqlalchemy import Connection
 
 from webapp import clock, db
-from webapp.eventstore import get_events
-from webapp.metrics import resume_latency
+from webapp.eventstore import Event, get_events
+from webapp.workflows import host
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import Workflow
 from webapp.workflows.engine import active_slots, heartbeat
@@ -165,7 +165,7 @@ def claim(
             out.append(Claim(ResumeResult.STARTED if started else ResumeResult.NOT_DUE))
             continue
         if d.result == ResumeResult.RESUMED:
-            resume_latency.resumed(conn, row.workflow_name, p, found)
+            _resumed(conn, row.workflow_name, p, found)
         at = p.step_index if p.step_index >= 0 else row.step_index  # a control: where it is
         token = writes.add(row, at, d, p.retry_attempt, wf)
         pre = (ahead or {}).get((p.run_id, p.step_index))
@@ -256,3 +256,16 @@ def state_of(
         d.results,
         wf.fingerprint,
     )
+
+
+def _resumed(conn: Connection, workflow: str, pending: Any, found: dict[str, Event]) -> None:
+    """Tell the host how late this resume is, once the claim commits: a step
+    woken by its awaited event, since that event's append; one woken by its
+    time (a wait, a retry, a wait-for-event's timeout), since it was due."""
+    awaited = None
+    if pending.suspension_event_type == ev.STEP_WAITING_FOR_EVENT and pending.trigger_event_ref:
+        awaited = found.get(str(pending.trigger_event_ref.get("eventId", "")))
+    cause, since = ("event", awaited.recorded_at) if awaited else ("timer", pending.wake_at)
+    seconds = max(0.0, (clock.now() - since).total_seconds())
+    on_resume = host.current().on_resume
+    db.after_commit(conn, lambda: on_resume(workflow, cause, seconds))

@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp.metrics.instruments import STEP_DURATION
 from webapp.tracing import hooks
+from webapp.workflows import host
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import Branch, Compute, ForEach, Retry, Return, Step
 
@@ -71,7 +71,7 @@ def run_step(step: Step, ctx: RunContext, conn: Connection | None = None) -> Any
         with hooks.step_span(_kinds[type(step)], step.name, ctx):
             return runner(step, ctx, conn)
     finally:
-        STEP_DURATION.labels(_kinds[type(step)]).observe(time.perf_counter() - started)
+        host.current().on_step(_kinds[type(step)], time.perf_counter() - started)
 
 
 def run_steps(steps: tuple[Step, ...], ctx: RunContext, conn: Connection | None = None) -> Any:

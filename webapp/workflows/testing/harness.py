@@ -38,7 +38,7 @@ from webapp.jobs import queue as jobs_queue
 from webapp.publish import publish
 from webapp.workflows.definition.durations import parse_duration
 from webapp.workflows.definition.model import CronTrigger, WebhookTrigger, Workflow
-from webapp.workflows.dispatch import sweep
+from webapp.workflows.dispatch import job_paths, sweep
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.interpreter import webhook
 from webapp.workflows.store import wake_signal
@@ -56,7 +56,6 @@ from webapp.workflows.testing.capture import (
 from webapp.workflows.testing.database import config_for, fresh_database
 from webapp.workflows.triggers import cron, registry
 from webapp.workflows.triggers import start as triggers
-from worker import job_paths
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday morning, the same in every test
 MAX_STEPS = 10_000  # jobs and sweeps per run_until_idle: a workflow that never settles
