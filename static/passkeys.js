@@ -9,7 +9,9 @@
 // script runs (not <noscript>: it also covers a script that failed to load). Its
 // submit first POSTs the form to `data-options` for the options (JSON), asks
 // the browser's authenticator, puts the answer in the form's `credential`
-// field (or the error's name in `client_error`: cancelled, timed out) and then
+// field (or the error's name in `client_error`: cancelled, timed out, or a
+// SecurityError when the page's address is an IP address or not BASE_URL's:
+// the server names each cause in its own message) and then
 // submits the form for real: as htmx would (in a section) or as a plain post.
 // When the options are refused (a stale proof, a bad name, too many tries) the
 // form is submitted without an answer, and the server's answer says why.

@@ -20,6 +20,14 @@ def test_defaults_use_sqlite_under_instance_and_embedded_redis(tmp_path):
     assert (cfg.host, cfg.port) == ("127.0.0.1", 5000)
 
 
+def test_base_url_defaults_to_localhost_on_port_where_browsers_allow_passkeys(tmp_path):
+    """Not 127.0.0.1: browsers refuse passkeys on an IP address (issue 34, point 1)."""
+    assert Config.from_env(env(tmp_path)).base_url == "http://localhost:5000"
+    assert Config.from_env(env(tmp_path, PORT="8123")).base_url == "http://localhost:8123"
+    given = Config.from_env(env(tmp_path, BASE_URL="https://accounts.example.com/"))
+    assert given.base_url == "https://accounts.example.com"
+
+
 def test_secret_key_is_generated_once_and_kept(tmp_path):
     first = Config.from_env(env(tmp_path)).secret_key
     second = Config.from_env(env(tmp_path)).secret_key

@@ -181,7 +181,8 @@ class Config:
     ratelimit_storage: str = ""
     # reverse proxies in front of the app whose X-Forwarded-For/-Proto to trust
     trusted_proxies: int = 0
-    base_url: str = "http://127.0.0.1:5000"
+    # localhost, not 127.0.0.1: browsers refuse passkeys on an IP address (its RP ID)
+    base_url: str = "http://localhost:5000"
     # SQLite: each connection's page cache, and the file's memory map (0: off)
     sqlite_cache_mb: int = 16
     sqlite_mmap_mb: int = 0
@@ -244,7 +245,7 @@ class Config:
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 64 * 1024, 1024, 100 * 2**20),
             ratelimit_storage=env.get("RATELIMIT_STORAGE_URI") or "",
             trusted_proxies=_int(env, "TRUSTED_PROXIES", 0, 0, 10),
-            base_url=(env.get("BASE_URL") or f"http://127.0.0.1:{port}").rstrip("/"),
+            base_url=(env.get("BASE_URL") or f"http://localhost:{port}").rstrip("/"),
             sqlite_cache_mb=_int(env, "SQLITE_CACHE_MB", 16, 1, 4096),
             # SQLite caps the map at 2 GiB less 64 KiB (its SQLITE_MAX_MMAP_SIZE).
             sqlite_mmap_mb=_int(env, "SQLITE_MMAP_MB", 0, 0, 2047),

@@ -83,7 +83,7 @@ def env(tmp_path: Path, **values: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("base_url", "setting", "secure"),
     [
-        ("", "", False),  # make run: http://127.0.0.1:5000
+        ("", "", False),  # make run: http://localhost:5000
         ("http://localhost:5000", "", False),
         ("https://accounts.example.com", "", True),
         ("HTTPS://accounts.example.com", "", True),

@@ -44,9 +44,12 @@ def add(screen: Screen) -> Response:
         # The browser's InvalidStateError: this authenticator holds one of the
         # account's passkeys already (the options exclude them).
         known = form.client_error.data == "InvalidStateError"
-        form.add_error(
-            None, gettext(passkey_commands.KNOWN if known else passkey_commands.CANCELLED)
+        key, params = (
+            (passkey_commands.KNOWN, {})
+            if known
+            else passkey_commands.unanswered(form.client_error.data)
         )
+        form.add_error(None, gettext(key, **params))
         return answer(screen, 422, form)
     result = passkey_commands.add(signed_in_user(), form.name.data, form.credential.data)
     if result.ok:
@@ -77,7 +80,8 @@ def confirm_identity(screen: Screen) -> Response:
     if not ratelimit.allowed(LIMIT, me.id):
         return limited(screen, form)
     if not form.credential.data:
-        form.add_error(None, gettext(passkey_commands.CANCELLED))
+        key, params = passkey_commands.unanswered(form.client_error.data)
+        form.add_error(None, gettext(key, **params))
         return answer(screen, 422, form)
     checked = passkey_commands.check(challenges.REAUTH, form.credential.data, user=me)
     if checked.user is None:

@@ -34,10 +34,24 @@ UNKNOWN = "passkeys.errors.unknown"  # no passkey of this account (or of anyone)
 KNOWN = "passkeys.errors.known"  # this passkey is registered already
 GONE = "passkeys.errors.gone"
 CANCELLED = "passkeys.errors.cancelled"  # the browser gave no answer (cancelled, timed out)
+ADDRESS = "passkeys.errors.address"  # the page was not opened at BASE_URL (by an IP address)
+IP_SITE = "passkeys.errors.ipSite"  # BASE_URL's host is an IP address: no browser allows it
 
 
 def _rp() -> passkeys.RelyingParty:
     return passkeys.RelyingParty.of(cfg().base_url)
+
+
+def unanswered(client_error: str | None) -> tuple[str, dict[str, str]]:
+    """Why the browser gave no answer, from its error's name (static/passkeys.js
+    posts it), as an i18n key and its parameters. A SecurityError is the
+    address: the page's host is an IP address, or is not BASE_URL's host (the
+    RP ID); told as "cancelled", it sent people to try again, in vain."""
+    if client_error == "SecurityError":
+        if _rp().on_ip_address:
+            return IP_SITE, {}
+        return ADDRESS, {"url": cfg().base_url}
+    return CANCELLED, {}
 
 
 def registration_options(user: User) -> str:

@@ -10,6 +10,9 @@ wrong passkey at the second step against `second-factor`, like a wrong code."""
 
 from __future__ import annotations
 
+import logging
+from urllib.parse import urlsplit
+
 from flask import (
     Blueprint,
     Flask,
@@ -26,12 +29,19 @@ from flask_babel import gettext
 
 from webapp import pages
 from webapp.accounts import ratelimit, signins
-from webapp.accounts.factors import challenges, passkey_commands, second_step, signin_views
+from webapp.accounts.factors import (
+    challenges,
+    passkey_commands,
+    passkeys,
+    second_step,
+    signin_views,
+)
 from webapp.accounts.factors.forms import PasskeyForm
 from webapp.accounts.forms import LoginForm
 from webapp.accounts.session import safe_next
 from webapp.metrics.instruments import SIGNINS
 
+log = logging.getLogger(__name__)
 bp = Blueprint("passkeys", __name__)
 pages.no_store(bp)
 
@@ -39,10 +49,11 @@ TOO_MANY = "auth.errors.tooManyAttempts"
 
 
 def error_of(form: PasskeyForm, checked_error: str | None) -> str:
-    """The i18n key for a passkey answer that did not sign in."""
+    """The message for a passkey answer that did not sign in."""
     if not form.credential.data:
-        return passkey_commands.CANCELLED
-    return checked_error or passkey_commands.FAILED
+        key, params = passkey_commands.unanswered(form.client_error.data)
+        return gettext(key, **params)
+    return gettext(checked_error or passkey_commands.FAILED)
 
 
 def _options(body: str) -> Response:
@@ -60,9 +71,9 @@ def signin_options() -> Response:
     return _options(passkey_commands.authentication_options(challenges.SIGN_IN))
 
 
-def _login_page(status: int, key: str) -> Response:
+def _login_page(status: int, message: str) -> Response:
     form = LoginForm()
-    form.add_error(None, gettext(key))
+    form.add_error(None, message)
     next_url = safe_next(request.args.get("next"))
     return make_response(render_template("accounts/login.html", form=form, next=next_url), status)
 
@@ -73,7 +84,7 @@ def signin() -> Response:
     form = PasskeyForm(request.form)
     if not ratelimit.hit("login-ip", ratelimit.client_ip()):
         SIGNINS.labels("rate_limited").inc()
-        return _login_page(429, TOO_MANY)
+        return _login_page(429, gettext(TOO_MANY))
     checked = passkey_commands.check(challenges.SIGN_IN, form.credential.data or "")
     if checked.user is None:
         SIGNINS.labels("refused").inc()
@@ -81,7 +92,7 @@ def signin() -> Response:
     refused = signins.refusal(checked.user)
     if refused:
         SIGNINS.labels("refused").inc()
-        return _login_page(403, refused.key)
+        return _login_page(403, gettext(refused.key))
     return second_step.complete(checked.user, False, safe_next(request.args.get("next")))
 
 
@@ -120,10 +131,26 @@ def second_step_page() -> Response:
         if form.credential.data:  # a cancelled prompt is no wrong answer
             ratelimit.count(signin_views.LIMIT, p.user.id)
         SIGNINS.labels("refused").inc()
-        form.add_error(None, gettext(error_of(form, checked.error)))
+        form.add_error(None, error_of(form, checked.error))
         return _step_page(422, form, p)
     return second_step.finish(p)
 
 
 def init_app(app: Flask) -> None:
     app.register_blueprint(bp)
+    warn_if_unusable(app.config["APP_CONFIG"].base_url)
+
+
+def warn_if_unusable(base_url: str) -> None:
+    """At start-up: under a BASE_URL whose host is an IP address no browser
+    lets anyone add or use a passkey (the page then says so, but only the
+    operator can change it)."""
+    if passkeys.RelyingParty.of(base_url).on_ip_address:
+        port = urlsplit(base_url).port
+        log.warning(
+            "BASE_URL's host is an IP address: browsers refuse passkeys there, so none "
+            "can be added or used. Set BASE_URL to the address people open, by its "
+            "domain name (on this machine: http://localhost%s)",
+            f":{port}" if port else "",
+            extra={"base_url": base_url},
+        )

@@ -16,6 +16,7 @@ Choices (NIST SP 800-63B, and what allauth and Kratos do):
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import secrets
 from dataclasses import dataclass
@@ -55,6 +56,16 @@ class RelyingParty:
         parts = urlsplit(base_url)
         host = parts.hostname or "localhost"
         return cls(host, f"{parts.scheme}://{parts.netloc}", host)
+
+    @property
+    def on_ip_address(self) -> bool:
+        """Its host is an IP address: browsers refuse it as an RP ID (a
+        SecurityError), so no passkey can be added or used there."""
+        try:
+            ipaddress.ip_address(self.id)
+        except ValueError:
+            return False
+        return True
 
 
 def b64(data: bytes) -> str:
