@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
+from redis import Redis
+from rq import Queue
 
 from tests import procs
 from worker import dev
@@ -342,3 +344,40 @@ def test_ready_is_not_printed_when_stopped_before_the_web_answers(tmp_path):
         never.kill()
         assert never.proc is not None
         never.proc.wait()
+
+
+def _health(port: int) -> int:
+    return _get(port, "/healthz")
+
+
+def test_an_idle_make_run_prints_nothing_yet_restarts_and_errors_still_show(tmp_path):
+    """After its start-up lines an idle `make run` (LOG_LEVEL's default, INFO)
+    says nothing: no line per health probe, none of RQ's per-job lines for the
+    sweeps of the scheduler (one every 15 s). A child's restart and a failed
+    job still show, and every line is under a prefix of the same width."""
+    port = _free_port()
+    env = _dev_env(tmp_path, port)
+    env.pop("LOG_LEVEL")
+    run = procs.Proc([sys.executable, "-m", "worker.dev"], env, tmp_path / "dev.log")
+    try:
+        procs.until(lambda: "Ready:" in run.output(), timeout=90, what="make run ready")
+        # start-up ends when both loops turn (their health ports answer 200) and
+        # the scheduler has written its schedule
+        procs.until(lambda: _health(port + 1) == _health(port + 2) == 200, what="loops turning")
+        procs.until(lambda: "schedule synced" in run.output(), what="schedule synced")
+        time.sleep(1.0)
+        before = run.output()
+        time.sleep(20.0)  # a sweep job (every 15 s) and four health probes (every 5 s)
+        assert run.output()[len(before) :] == ""
+
+        with Redis(unix_socket_path=str(tmp_path / "i" / "redis.sock")) as r:
+            Queue("default", connection=r).enqueue("builtins.int", "not a number")
+        procs.until(lambda: "exception raised while executing (builtins.int)" in run.output())
+        worker_pid = int(re.findall(r"worker   \| started \(pid (\d+)\)", run.output())[0])
+        os.kill(worker_pid, signal.SIGKILL)
+        procs.until(lambda: "worker   | exited with -9; restarting" in run.output())
+    finally:
+        run.stop()
+    prefixed = re.compile(r"(redis|database|web|worker|scheduler) *\| ")
+    lines = [ln for ln in run.output().splitlines() if ln.strip() and "Ready:" not in ln]
+    assert [ln for ln in lines if not (prefixed.match(ln) and ln.index("|") == 9)] == []

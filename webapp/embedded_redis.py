@@ -50,6 +50,12 @@ def bundled_binary() -> str | None:
     return None
 
 
+def listening_line(socket_path: Path, server: Server) -> str:
+    """`make run`'s start-up line, under the same prefix as the redis-server's
+    other lines (a name 9 wide, as worker/dev.py writes every child's)."""
+    return f"{'redis':<9}| listening on {socket_path} ({server.binary}, {server.origin})"
+
+
 def find_server(
     bundled: Callable[[], str | None] = bundled_binary, search_path: str | None = None
 ) -> Server:
@@ -72,7 +78,7 @@ def launch(
     Raises NoRedisServer (nothing started) when there is no binary."""
     server = find_server(bundled, search_path)
     proc = start(socket_path, server=server)
-    return proc, f"embedded redis   | listening on {socket_path} ({server.binary}, {server.origin})"
+    return proc, listening_line(socket_path, server)
 
 
 def start(

@@ -92,8 +92,24 @@ class LogfmtFormatter(logging.Formatter):
         return redact(line)
 
 
+# Libraries whose INFO lines are routine: RQ's few lines per job ("Job OK", the
+# queue and the job's name, its result's lifetime), rq-scheduler's heartbeat, one
+# line per health probe (httpx). An idle system says nothing: these show from
+# WARNING up (a failed job, a lost connection), everything with LOG_LEVEL=DEBUG.
+ROUTINE_LOGGERS = ("rq.worker", "rq.job", "rq_scheduler", "httpx")
+
+
+def routine_level(level: str) -> str:
+    """The level of the routine loggers under LOG_LEVEL `level`."""
+    if level == "DEBUG" or logging.getLevelName(level) >= logging.WARNING:
+        return level
+    return "WARNING"
+
+
 def setup(level: str = "INFO", process: str | None = None) -> None:
     root = logging.getLogger()
+    for name in ROUTINE_LOGGERS:
+        logging.getLogger(name).setLevel(routine_level(level))
     if any(isinstance(h.formatter, LogfmtFormatter) for h in root.handlers):
         root.setLevel(level)
         return

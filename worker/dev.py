@@ -273,9 +273,9 @@ def main() -> int:
             )
             redis_child.start()
             children.append(redis_child)
-            print(f"embedded redis   | listening on {sock} ({server.binary}, {server.origin})")
+            print(embedded_redis.listening_line(sock, server))
         upgrade(cfg.database_url)
-        print(f"database         | migrated ({cfg.database_url.split('://')[0]})")
+        print(f"{'database':<9}| migrated ({cfg.database_url.split('://')[0]})")
         try:  # fail here, once, on a bad WORKFLOW_MODULES, not in every child
             create_app(cfg)
         except ConfigError as exc:

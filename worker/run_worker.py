@@ -43,7 +43,7 @@ from rq.job import Job
 from webapp.config import ConfigError
 from webapp.health import liveness
 from webapp.jobs.queue import QUEUES
-from webapp.logs import setup
+from webapp.logs import routine_level, setup
 from webapp.redis_conn import worker_client
 from webapp.workflows.dispatch import holders
 from webapp.workflows.dispatch import resume_loop as resumer
@@ -94,7 +94,10 @@ class _AppWorker:
         self.in_flight = None
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
+        first = not self.stopping.is_set()
         self.stopping.set()
+        if first:  # ours, not RQ's "warm shut down requested", which is INFO (routine)
+            log.info("stop requested: the job in hand is finished, no other is taken")
         if self.loop_ended:  # RQ's handler, still installed for an instant after the loop
             return
         try:  # idle: raises StopRequested (caught by RQ's loop); busy: sets RQ's flag
@@ -171,7 +174,10 @@ def run(
             )
             w.stopping = stop
             w.max_connection_wait_time = 5.0  # RQ's own reconnect backoff while dequeueing
-            w.work(with_scheduler=False, logging_level=log_level)
+            # RQ's own start-up line is one of its routine ones (webapp.logs)
+            log.info("taking jobs", extra={"queues": ",".join(QUEUES), "generation": generation})
+            # RQ sets its loggers' level from this: its routine lines at WARNING
+            w.work(with_scheduler=False, logging_level=routine_level(log_level))
         except StopRequested:  # a signal while RQ's loop was ending
             pass
         except (RedisError, OSError) as exc:  # RQ's start or teardown without Redis
