@@ -29,6 +29,20 @@ from webapp.config import Config
 log = logging.getLogger(__name__)
 
 
+# RFC 5322's longest line. A text part whose lines all fit is sent as it is: 7bit
+# (ASCII) or 8bit (UTF-8), never quoted-printable, so a link stays whole on its
+# line for whoever reads the raw message (a `.eml` under instance/mail, grep).
+MAX_LINE_BYTES = 998
+
+
+def transfer_encoding(text: str) -> str | None:
+    """7bit, 8bit, or None (a longer line: Python's email picks quoted-printable
+    or base64, which wrap it)."""
+    if max((len(line) for line in text.encode().splitlines()), default=0) > MAX_LINE_BYTES:
+        return None
+    return "7bit" if text.isascii() else "8bit"
+
+
 class MailError(Exception):
     """The message could not be handed over."""
 
@@ -54,9 +68,9 @@ def build(cfg: Config, to: str, subject: str, body: str, html: str | None = None
     msg["Subject"] = subject
     msg["Date"] = format_datetime(clock.now())
     msg["Message-ID"] = make_msgid(domain=cfg.mail_from.rpartition("@")[2] or "localhost")
-    msg.set_content(body)
+    msg.set_content(body, cte=transfer_encoding(body))
     if html is not None:
-        msg.add_alternative(html, subtype="html")
+        msg.add_alternative(html, subtype="html", cte=transfer_encoding(html))
     return msg
 
 
