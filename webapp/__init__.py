@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from typing import Any
 
@@ -93,9 +94,18 @@ def create_app(config: Config | None = None) -> Flask:
     # The application's own workflows (WORKFLOW_MODULES), in every process.
     app_modules.load(app, config.workflow_modules)
     _mount_projections()
-    if not config.testing:  # tests build an app per test: they compile on demand
+    # tests build an app per test, a `flask ...` command, the worker and the
+    # scheduler render few pages or none: they compile on demand
+    if not config.testing and serves_pages():
         _compile_templates(app)
     return app
+
+
+def serves_pages() -> bool:
+    """Whether this process is a web server's: gunicorn (`make run`, the
+    Procfile) puts SERVER_SOFTWARE in its environment before its workers build
+    the app."""
+    return os.environ.get("SERVER_SOFTWARE", "").startswith("gunicorn/")
 
 
 def _compile_templates(app: Flask) -> None:

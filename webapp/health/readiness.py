@@ -12,12 +12,10 @@ import threading
 import time
 from typing import Any
 
-from alembic.script import ScriptDirectory
 from flask import Blueprint, Flask, Response, current_app
 from sqlalchemy import text
 
 from webapp import db
-from webapp.migrate import alembic_config
 from webapp.redis_conn import get_redis
 
 log = logging.getLogger(__name__)
@@ -26,6 +24,12 @@ bp = Blueprint("readiness", __name__)
 
 
 def migration_heads(database_url: str) -> set[str]:
+    # Alembic is imported here, at the first /readyz of a web process: every
+    # `flask ...` command, the worker and the scheduler build the app too.
+    from alembic.script import ScriptDirectory
+
+    from webapp.migrate import alembic_config
+
     return set(ScriptDirectory.from_config(alembic_config(database_url)).get_heads())
 
 
@@ -50,8 +54,9 @@ def check(heads: set[str]) -> dict[str, str]:
 
 
 class Readiness:
-    def __init__(self, heads: set[str], max_age: float) -> None:
-        self.heads, self.max_age = heads, max_age
+    def __init__(self, database_url: str, max_age: float) -> None:
+        self.database_url, self.max_age = database_url, max_age
+        self.heads: set[str] | None = None  # read at the first /readyz, then kept
         self._ok_at = float("-inf")
         self._lock = threading.Lock()
 
@@ -60,6 +65,8 @@ class Readiness:
         with self._lock:
             if time.monotonic() - self._ok_at < self.max_age:
                 return ok
+            if self.heads is None:
+                self.heads = migration_heads(self.database_url)
             found = check(self.heads)
             if all(v == "ok" for v in found.values()):
                 self._ok_at = time.monotonic()
@@ -80,6 +87,5 @@ def readyz() -> Response:
 
 def init_app(app: Flask) -> None:
     cfg = app.config["APP_CONFIG"]
-    heads = migration_heads(cfg.database_url)
-    app.extensions["health.readiness"] = Readiness(heads, cfg.healthz_cache_ms / 1000)
+    app.extensions["health.readiness"] = Readiness(cfg.database_url, cfg.healthz_cache_ms / 1000)
     app.register_blueprint(bp)

@@ -8,7 +8,6 @@ import hmac
 from datetime import datetime
 
 import pyotp
-import segno
 
 DIGITS = 6
 INTERVAL = 30  # seconds per time-step
@@ -36,7 +35,11 @@ def uri(secret: str, account: str, issuer: str) -> str:
 
 def qr_svg_data_uri(text: str) -> str:
     """The QR code as an SVG `data:` URI, for an `<img>` (the CSP allows
-    `img-src data:`; no inline style or script)."""
+    `img-src data:`; no inline style or script). segno is imported here: its
+    encoder builds its tables at import, which every process (each `flask ...`
+    command) would pay for a page few people open."""
+    import segno
+
     return str(segno.make(text, error="m").svg_data_uri(scale=4, border=4))
 
 

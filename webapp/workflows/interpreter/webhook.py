@@ -10,9 +10,8 @@ workflow test harness captures them so); retries in place then do not pause.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from flask import current_app, has_app_context
 from sqlalchemy import Connection
 from tenacity import (
@@ -26,6 +25,9 @@ from tenacity import (
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import SendWebhook
 from webapp.workflows.interpreter.core import resolve, runs
+
+if TYPE_CHECKING:  # imported where a webhook is sent: every `flask ...` command loads this module
+    import httpx
 
 
 class WebhookError(Exception):
@@ -56,6 +58,8 @@ def secret(name: str) -> str:
 
 
 def _request(step: SendWebhook, ctx: RunContext) -> httpx.Request:
+    import httpx
+
     headers = {str(k): str(v) for k, v in (resolve(step.headers, ctx) or {}).items()}
     body = resolve(step.body, ctx)
     content = None if body is None else json.dumps(body).encode()
@@ -70,6 +74,8 @@ def _request(step: SendWebhook, ctx: RunContext) -> httpx.Request:
 
 
 def _send_once(client: httpx.Client, request: httpx.Request) -> dict[str, Any]:
+    import httpx
+
     try:
         resp = client.send(request)
     except httpx.TransportError as exc:
@@ -87,6 +93,8 @@ def _send_once(client: httpx.Client, request: httpx.Request) -> dict[str, Any]:
 
 @runs(SendWebhook)
 def send_webhook(step: SendWebhook, ctx: RunContext, conn: Connection | None) -> Any:
+    import httpx
+
     request = _request(step, ctx)
     retrying = Retrying(
         retry=retry_if_exception_type(_Transient),
