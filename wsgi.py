@@ -1,7 +1,7 @@
 """WSGI entry point: `gunicorn wsgi:app` (also what `flask --app wsgi ...` loads)."""
 
 from webapp import create_app
-from webapp.config import ConfigError
+from webapp.core.config import ConfigError
 
 try:
     app = create_app()

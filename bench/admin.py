@@ -59,7 +59,7 @@ def status_for(i: int) -> str:
 def fill(n: int, now: datetime) -> None:
     from sqlalchemy import insert, text
 
-    from webapp import db
+    from webapp.core import db
     from webapp.workflows.store.tables import workflow_runs
 
     span = timedelta(days=7).total_seconds()
@@ -104,8 +104,8 @@ def csrf_of(html: str) -> str:
 
 
 def admin_client(app: Any) -> Any:
-    from webapp import actors
     from webapp.admin import grants
+    from webapp.core import actors
 
     address = f"bench-{secrets.token_hex(4)}@example.com"
     c = app.test_client()
@@ -158,7 +158,7 @@ def deep_cursor(c: Any, pages: int) -> str:
 
 def main() -> dict[str, Any]:
     from webapp import create_app
-    from webapp.config import Config
+    from webapp.core.config import Config
 
     load_at_start = os.getloadavg()
     with ExitStack() as stack:

@@ -18,7 +18,7 @@ from typing import Any
 def services(stack: ExitStack, tmp: Path, reset: bool) -> tuple[str, str]:
     redis_url = os.environ.get("BENCH_REDIS_URL")
     if not redis_url:
-        from webapp import embedded_redis
+        from webapp.core import embedded_redis
 
         proc = embedded_redis.start(tmp / "redis.sock")
         stack.callback(embedded_redis.stop, proc)
@@ -36,7 +36,7 @@ def services(stack: ExitStack, tmp: Path, reset: bool) -> tuple[str, str]:
             conn.execute(text("DROP SCHEMA public CASCADE"))
             conn.execute(text("CREATE SCHEMA public"))
         eng.dispose()
-    from webapp.migrate import upgrade
+    from webapp.core.migrate import upgrade
 
     upgrade(db_url)
     return db_url, redis_url

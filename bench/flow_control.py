@@ -127,7 +127,7 @@ class FlowBench(base.Bench):
     def runs_of_key(self, key: str) -> list[str]:
         from sqlalchemy import select
 
-        from webapp import db
+        from webapp.core import db
         from webapp.workflows.store.tables import workflow_runs
 
         c = workflow_runs.c

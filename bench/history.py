@@ -40,7 +40,7 @@ import bench.admin as admin_bench
 import bench.workflows as flow_bench
 from bench import history_load
 from bench.common import services, write_result
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import positions
 
 ROOT = Path(__file__).resolve().parent.parent

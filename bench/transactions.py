@@ -71,7 +71,7 @@ class Counting:
 def _count(name: str, status: str) -> int:
     from sqlalchemy import func
 
-    from webapp import db
+    from webapp.core import db
     from webapp.workflows.store.tables import workflow_runs
 
     with db.reading() as conn:
@@ -95,7 +95,7 @@ def _until(done: Callable[[], bool], work: Callable[[], None], counting: Countin
 
 
 def _emit(type_: str, payloads: list[dict[str, Any]]) -> None:
-    from webapp import db
+    from webapp.core import db
     from webapp.eventstore import ANY, NewEvent, StreamId, append
 
     with db.transaction() as conn:
@@ -105,7 +105,7 @@ def _emit(type_: str, payloads: list[dict[str, Any]]) -> None:
 
 
 def _due_awaits() -> list[tuple[str, str, int]]:
-    from webapp import clock, db
+    from webapp.core import clock, db
     from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
     p, r = workflow_run_pending, workflow_runs
@@ -130,7 +130,7 @@ def in_process(
 
     import webapp.workflows as wf
     from webapp import create_app
-    from webapp.config import Config
+    from webapp.core.config import Config
     from webapp.eventstore import projections
     from webapp.jobs.queue import QUEUES
 
@@ -155,7 +155,7 @@ def in_process(
 
 
 def measure(db_url: str, redis_url: str, instance: Path) -> dict[str, Any]:
-    from webapp import db
+    from webapp.core import db
     from webapp.workflows.engine import continuation
 
     with in_process(db_url, redis_url, instance, THREE_STEP, AWAIT) as burst:

@@ -158,7 +158,7 @@ class Bench:
         }
         self.procs: list[subprocess.Popen[bytes]] = []
         from webapp import create_app
-        from webapp.config import Config
+        from webapp.core.config import Config
 
         cfg = Config.from_env(self.env)
         self.app = create_app(cfg)
@@ -180,7 +180,7 @@ class Bench:
         """Wait until n workers listen (a loaded machine boots them slowly)."""
         from rq import Worker
 
-        from webapp.redis_conn import get_redis
+        from webapp.core.redis_conn import get_redis
 
         self.until(lambda: Worker.count(connection=get_redis()) >= n, timeout=120)
         time.sleep(0.5)
@@ -222,7 +222,7 @@ class Bench:
 
     # -- helpers -------------------------------------------------------------
     def emit(self, type_: str, payloads: list[dict[str, Any]]) -> list[Any]:
-        from webapp import db
+        from webapp.core import db
         from webapp.eventstore import ANY, NewEvent, StreamId, append
 
         out = []
@@ -241,7 +241,7 @@ class Bench:
     def count(self, name: str, status: str) -> int:
         from sqlalchemy import func, select
 
-        from webapp import db
+        from webapp.core import db
         from webapp.workflows.store.tables import workflow_runs
 
         with db.reading() as conn:
@@ -261,7 +261,7 @@ class Bench:
             time.sleep(0.05)
 
     def events_of(self, type_: str) -> list[Any]:
-        from webapp import db
+        from webapp.core import db
         from webapp.eventstore import read_all
 
         out: list[Any] = []
@@ -285,7 +285,7 @@ class Bench:
     def noop_jobs_per_s(self) -> float:
         from rq import Queue
 
-        from webapp.redis_conn import get_redis
+        from webapp.core.redis_conn import get_redis
 
         q = Queue("default", connection=get_redis())
         t0 = time.perf_counter()
@@ -303,7 +303,7 @@ class Bench:
         self.until(lambda: self.count(AWAIT.name, "completed") >= RESUMES)
         pings = {e.payload["i"]: e.recorded_at for e in self.events_of("bench.ping")}
         runs = self._resumed_at(AWAIT.name)
-        from webapp import db
+        from webapp.core import db
         from webapp.eventstore import get_event
 
         out = []
@@ -330,7 +330,7 @@ class Bench:
         return out
 
     def backlog_drain_s(self) -> float:
-        from webapp import clock, db
+        from webapp.core import clock, db
         from webapp.eventstore import NewEvent, StreamId
         from webapp.workflows.store import run_events as ev
 
@@ -388,7 +388,7 @@ class Bench:
         trusts a missing liveness key only once its own is 2.5 s old."""
         from rq import Worker
 
-        from webapp.redis_conn import get_redis
+        from webapp.core.redis_conn import get_redis
 
         self.until(
             lambda: any(w.pid == pid for w in Worker.all(connection=get_redis())), timeout=120
@@ -415,7 +415,7 @@ class Bench:
         return took
 
     def flush_timer_late_s(self) -> float:
-        from webapp.redis_conn import get_redis
+        from webapp.core.redis_conn import get_redis
 
         self.emit("bench.flushed", [{} for _ in range(FLUSH_RUNS)])
         self.until(lambda: self.count(FLUSHED.name, "suspended") >= FLUSH_RUNS, timeout=120)
@@ -431,7 +431,7 @@ class Bench:
         return max(late)
 
     def _stream(self, run_id: str) -> list[Any]:
-        from webapp import db
+        from webapp.core import db
         from webapp.eventstore import StreamId, read_stream
         from webapp.workflows.store import run_events as ev
 
@@ -444,7 +444,7 @@ class Bench:
     def _resumed_at(self, name: str) -> dict[str, datetime]:
         from sqlalchemy import select
 
-        from webapp import db
+        from webapp.core import db
         from webapp.workflows.store.tables import workflow_runs
 
         with db.reading() as conn:

@@ -46,7 +46,7 @@ RAW_TABLE = (
 
 def _app(db_url: str, redis_url: str, instance: str) -> Any:
     from webapp import create_app
-    from webapp.config import Config
+    from webapp.core.config import Config
 
     env = {
         **os.environ,

@@ -24,14 +24,15 @@ from tests.mailserver import PrivateRedis, SmtpServer
 from tests.support import workers
 from tests.support.burst import BurstWorker
 from tests.support.database import clean_database
-from webapp import clock as clockmod
-from webapp import create_app, embedded_redis
-from webapp.clock import FrozenClock
-from webapp.config import Config
+from webapp import create_app
+from webapp.core import clock as clockmod
+from webapp.core import embedded_redis
+from webapp.core.clock import FrozenClock
+from webapp.core.config import Config
+from webapp.core.migrate import upgrade
 from webapp.eventstore import projections
 from webapp.jobs.queue import QUEUES
 from webapp.metrics import MULTIPROC_ENV
-from webapp.migrate import upgrade
 from webapp.workflows.engine import heartbeat
 
 # Shared helpers and fixtures (tests/support/__init__.py says what is where).

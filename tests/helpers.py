@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Column, Integer, MetaData, String, Table, UniqueConstraint, event
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import NewEvent, StreamId, append
 from webapp.eventstore import projections as projections_mod
 

@@ -13,7 +13,7 @@ from aiosmtpd.controller import Controller
 from redis import Redis
 
 from tests.support.burst import BurstWorker
-from webapp import embedded_redis
+from webapp.core import embedded_redis
 from webapp.jobs.queue import QUEUES
 
 

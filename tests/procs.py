@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from webapp import embedded_redis
-from webapp.config import ROOT
+from webapp.core import embedded_redis
+from webapp.core.config import ROOT
 
 
 def until(

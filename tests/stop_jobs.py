@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from webapp import db
+from webapp.core import db
 
 HOLD_FUNC = "tests.stop_jobs.hold"
 ASK_DATABASE_FUNC = "tests.stop_jobs.ask_database"

@@ -9,7 +9,7 @@ from collections import Counter
 from sqlalchemy import func, select
 
 from bench import history, history_load
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import ANY, NewEvent, StreamId, append, projections
 from webapp.eventstore.tables import events, projection_cursors
 from webapp.workflows.store.tables import workflow_runs

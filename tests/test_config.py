@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp.config import Config, ConfigError
+from webapp.core.config import Config, ConfigError
 
 
 def env(tmp_path: Path, **values: str) -> dict[str, str]:

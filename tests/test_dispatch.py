@@ -12,10 +12,11 @@ from sqlalchemy import func, select
 
 from tests.helpers import append_one, applied_table, projection
 from tests.support.burst import BurstWorker
-from webapp import create_app, db, embedded_redis
+from webapp import create_app
+from webapp.core import db, embedded_redis
+from webapp.core.redis_conn import redis_for
 from webapp.jobs.queue import DISPATCH_FUNC
 from webapp.jobs.schedule import sync_schedule
-from webapp.redis_conn import redis_for
 
 
 def _recorder(table):  # type: ignore[no-untyped-def]

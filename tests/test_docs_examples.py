@@ -39,8 +39,9 @@ import pytest
 from sqlalchemy import select
 
 import webapp.workflows as wf
-from webapp import create_app, db
-from webapp.config import ROOT
+from webapp import create_app
+from webapp.core import db
+from webapp.core.config import ROOT
 from webapp.eventstore import projections
 from webapp.jobs import enqueue
 from webapp.workflows.store.tables import workflow_runs

@@ -2,7 +2,7 @@
 
 README.md and docs/*.md name modules by their dotted paths (`webapp.publish`,
 `worker.run_worker`, `webapp.workflows.testing.WorkflowTest`) and files by
-their paths (`webapp/db.py`). A reader copies them into `import` lines,
+their paths (`webapp/core/db.py`). A reader copies them into `import` lines,
 `python -m` commands and editors, so each must work as written:
 
 - a dotted path imports, or is an attribute (a function, a class) of a
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^\s*```")

@@ -1,5 +1,5 @@
 """The single-event publish sent on the driver's cursor
-(webapp/driver_writes.py, PostgreSQL): it stores and returns what the
+(webapp/core/driver_writes.py, PostgreSQL): it stores and returns what the
 statement sent through SQLAlchemy does, a driver error surfaces as
 SQLAlchemy's with nothing written, a lost connection is never written to
 twice and leaves the pool usable, and inside a transaction the statement
@@ -14,9 +14,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import DataError, DBAPIError
 
 from tests.helpers import statements
-from webapp import db
-from webapp.driver_reads import observed
-from webapp.driver_writes import DriverWrite
+from webapp.core import db
+from webapp.core.driver_reads import observed
+from webapp.core.driver_writes import DriverWrite
 from webapp.eventstore import StreamId, read_stream
 from webapp.publish import publish
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from redis import Redis
 
-from webapp import embedded_redis
-from webapp.config import ROOT
-from webapp.embedded_redis import NO_SERVER, NoRedisServer
+from webapp.core import embedded_redis
+from webapp.core.config import ROOT
+from webapp.core.embedded_redis import NO_SERVER, NoRedisServer
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import (
     ANY,
     NewEvent,

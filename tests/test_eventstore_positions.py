@@ -13,7 +13,7 @@ import uuid
 import pytest
 from sqlalchemy import event
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import NewEvent, StreamId, append, projections, read_stream, safe_position
 from webapp.publish import publish
 

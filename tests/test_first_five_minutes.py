@@ -21,8 +21,8 @@ import webapp.workflows as wf
 from tests import procs
 from tests.support.accounts import login, register, user_row
 from tests.support.web import csrf_token
-from webapp import db
-from webapp.config import ROOT
+from webapp.core import db
+from webapp.core.config import ROOT
 from webapp.eventstore import projections
 from webapp.jobs import enqueue
 from webapp.workflows.store.tables import workflow_runs

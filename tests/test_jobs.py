@@ -8,7 +8,8 @@ import pytest
 from rq import Queue
 from rq_scheduler import Scheduler
 
-from webapp import db, tenants
+from webapp import tenants
+from webapp.core import db
 from webapp.jobs.queue import enqueue
 from webapp.jobs.registry import JobSpec, get_job, register_job, unregister_job
 from webapp.jobs.schedule import SkipLock, fan_out, sync_schedule

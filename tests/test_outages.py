@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
 from tests import procs
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import projections
 from webapp.jobs.schedule import SWEEP_ID
 from webapp.publish import publish

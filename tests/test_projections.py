@@ -11,8 +11,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import OperationalError
 
 from tests.helpers import append_one, applied_table, projection
-from webapp import db
 from webapp.cli import projections_cli
+from webapp.core import db
 from webapp.eventstore import parked as parked_ops
 from webapp.eventstore import projections, read_all
 

@@ -9,7 +9,8 @@ import json
 import pytest
 from rq import Queue
 
-from webapp import create_app, db
+from webapp import create_app
+from webapp.core import db
 from webapp.eventstore import StreamId, VersionConflict, read_stream
 from webapp.jobs.queue import DISPATCH_FUNC, DISPATCH_PENDING_KEY
 from webapp.publish import MAX_ID, MAX_NAME, PublishError, publish

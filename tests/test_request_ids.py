@@ -7,7 +7,7 @@ import logging
 import re
 from typing import Any
 
-from webapp.logs import LogfmtFormatter
+from webapp.core.logs import LogfmtFormatter
 
 
 def _line(app: Any, **headers: str) -> str:

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from webapp import create_app, db
-from webapp.config import Config, ConfigError
-from webapp.sqlite_setup import SqliteTuning
+from webapp import create_app
+from webapp.core import db
+from webapp.core.config import Config, ConfigError
+from webapp.core.sqlite_setup import SqliteTuning
 
 
 def pragma(conn: Any, name: str) -> Any:

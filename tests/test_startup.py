@@ -17,7 +17,8 @@ import pytest
 from sqlalchemy.pool import QueuePool
 
 from tests import procs
-from webapp import create_app, db
+from webapp import create_app
+from webapp.core import db
 
 
 def test_a_production_web_server_compiles_every_template_at_start_up(

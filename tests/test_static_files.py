@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from webapp.static_files import ONE_YEAR, digest
+from webapp.core.static_files import ONE_YEAR, digest
 
 
 def linked(html: str, rel: str) -> str:

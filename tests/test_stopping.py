@@ -30,7 +30,7 @@ from webapp.workflows.dispatch import signals
 STOP_WITHIN_S = 10.0  # the contract
 RESTARTED = "Redis unavailable; retrying with backoff"
 # The worker's own line when a stop signal reaches it (RQ's "warm shut down
-# requested" is one of its routine INFO lines, not shown: webapp.logs.ROUTINE_LOGGERS).
+# requested" is one of its routine INFO lines, not shown: webapp.core.logs.ROUTINE_LOGGERS).
 STOP_SEEN = "stop requested: the job in hand is finished"
 
 

@@ -16,8 +16,8 @@ from sqlalchemy.exc import IntegrityError
 import webapp.workflows as wf
 from tests.support import workers
 from tests.support.workflows import emit, only_run
-from webapp import db
-from webapp.migrate import downgrade, upgrade
+from webapp.core import db
+from webapp.core.migrate import downgrade, upgrade
 from webapp.publish import MAX_ID
 
 BEFORE = "0017_lease_holders"

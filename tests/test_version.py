@@ -15,9 +15,9 @@ from flask import Flask
 from sqlalchemy.engine import make_url
 
 from tests import procs
-from webapp import version
 from webapp.cli import about_lines
-from webapp.config import ROOT
+from webapp.core import version
+from webapp.core.config import ROOT
 
 RELEASE = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 

@@ -1,5 +1,5 @@
 """The RQ worker loop blocks on BLPOP through a Redis client of its own
-(`webapp.redis_conn.worker_client`), so an idle worker neither times out on
+(`webapp.core.redis_conn.worker_client`), so an idle worker neither times out on
 connections its threads made earlier nor changes the threads' timeouts.
 
 Found with `make run`: an idle worker logged "could not connect to Redis
@@ -18,7 +18,7 @@ import uuid
 import pytest
 from rq import Queue
 
-from webapp.redis_conn import redis_for, worker_client
+from webapp.core.redis_conn import redis_for, worker_client
 from worker.run_worker import AppSimpleWorker
 
 WORKER_TTL = 22  # RQ's BLPOP waits worker_ttl - 15 = 7 s: longer than the app's 5 s timeout

@@ -14,8 +14,9 @@ from redis import Redis
 from sqlalchemy import select
 
 from tests import procs
-from webapp import app_modules, create_app, db
-from webapp.config import Config, ConfigError
+from webapp import app_modules, create_app
+from webapp.core import db
+from webapp.core.config import Config, ConfigError
 from webapp.eventstore import projections
 from webapp.publish import publish
 from webapp.workflows.store.tables import workflow_runs

@@ -11,25 +11,16 @@ from flask import Flask, has_request_context, request
 from htmx_flask import Htmx
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from webapp import (
-    app_modules,
-    cli,
-    core_views,
-    db,
-    features,
-    forms,
-    logs,
-    security,
-    static_files,
-    tracing,
-)
-from webapp.config import ROOT, Config
+from webapp import app_modules, cli, features, tracing
+from webapp.core import db, logs, security, static_files
+from webapp.core.config import ROOT, Config
+from webapp.core.sqlite_setup import SqliteTuning
 from webapp.eventstore import projections
 from webapp.health import liveness, readiness
 from webapp.jobs.queue import request_dispatch
 from webapp.metrics import engine as engine_metrics
 from webapp.metrics import web as metrics
-from webapp.sqlite_setup import SqliteTuning
+from webapp.ui import forms, home
 from webapp.workflows import host as workflow_host
 
 log = logging.getLogger(__name__)
@@ -85,7 +76,7 @@ def create_app(config: Config | None = None) -> Flask:
     )
 
     cli.init_app(app)
-    core_views.init_app(app)
+    home.init_app(app)
     readiness.init_app(app)
     static_files.init_app(app)
     forms.init_app(app)

@@ -17,7 +17,7 @@ from types import ModuleType
 
 from flask import Flask
 
-from webapp.config import ConfigError
+from webapp.core.config import ConfigError
 
 
 def import_modules(names: Iterable[str]) -> list[ModuleType]:

@@ -12,12 +12,13 @@ from flask import Flask, current_app
 from flask.cli import AppGroup, with_appcontext
 from sqlalchemy.engine import make_url
 
-from webapp import actors, db, tenants
-from webapp.config import Config
+from webapp import tenants
+from webapp.core import actors, db
+from webapp.core.config import Config
+from webapp.core.version import VERSION
 from webapp.eventstore import parked, projections
 from webapp.jobs.registry import registered_jobs
 from webapp.publish import PublishError, publish
-from webapp.version import VERSION
 
 db_cli = AppGroup("db", help="Database schema (Alembic migrations).")
 projections_cli = AppGroup("projections", help="Async projections: status, parked events.")
@@ -31,7 +32,7 @@ users_cli = AppGroup("users", help="User accounts: console access, restrictions.
 @db_cli.command("upgrade")
 def db_upgrade() -> None:
     """Apply all migrations."""
-    from webapp.migrate import upgrade
+    from webapp.core.migrate import upgrade
 
     upgrade(current_app.config["APP_CONFIG"].database_url)
     click.echo("database is up to date")

@@ -28,7 +28,7 @@ from typing import Any
 from flask import Flask, has_app_context
 from sqlalchemy import Connection
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import (
     ANY,
     MAX_AGGREGATE_ID,

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from webapp import db
 from webapp.accounts.change_email import record_email_changed_notice
 from webapp.accounts.change_password import record_password_changed
 from webapp.accounts.deletion import record_deletion_requested
 from webapp.accounts.registration import record_registration_attempt, record_verification
+from webapp.core import db
 from worker.tasks import in_app
 
 

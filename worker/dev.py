@@ -37,9 +37,10 @@ from typing import IO
 
 import psutil
 
-from webapp import create_app, embedded_redis
-from webapp.config import Config, ConfigError
-from webapp.migrate import upgrade
+from webapp import create_app
+from webapp.core import embedded_redis
+from webapp.core.config import Config, ConfigError
+from webapp.core.migrate import upgrade
 from worker import dev_health
 
 FIRST_BACKOFF_S = 1.0

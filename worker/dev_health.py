@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from webapp.config import Config
+from webapp.core.config import Config
 from webapp.metrics import multiprocess_dir
 
 PROBE_EVERY_S = 5.0

@@ -22,7 +22,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from webapp import db
+from webapp.core import db
 from webapp.workflows.engine.transient import is_infrastructure
 
 log = logging.getLogger(__name__)

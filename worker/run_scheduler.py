@@ -27,13 +27,13 @@ from collections.abc import Callable
 from redis.exceptions import RedisError
 from rq_scheduler import Scheduler
 
-from webapp.config import ConfigError
+from webapp.core.config import ConfigError
+from webapp.core.logs import setup
+from webapp.core.redis_conn import redis_for
 from webapp.health import liveness
 from webapp.jobs.queue import DISPATCH_FUNC, enqueue
 from webapp.jobs.registry import registered_jobs
 from webapp.jobs.schedule import CRON_TICK_FUNC, missing_entries, sync_schedule
-from webapp.logs import setup
-from webapp.redis_conn import redis_for
 from worker.resilience import Backoff, Outage, stop_on_signals
 from worker.tasks import _worker_app
 

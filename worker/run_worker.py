@@ -40,11 +40,11 @@ from rq import Queue, SimpleWorker, Worker
 from rq.exceptions import StopRequested
 from rq.job import Job
 
-from webapp.config import ConfigError
+from webapp.core.config import ConfigError
+from webapp.core.logs import routine_level, setup
+from webapp.core.redis_conn import worker_client
 from webapp.health import liveness
 from webapp.jobs.queue import QUEUES
-from webapp.logs import routine_level, setup
-from webapp.redis_conn import worker_client
 from webapp.workflows.dispatch import holders
 from webapp.workflows.dispatch import resume_loop as resumer
 from webapp.workflows.dispatch import timer_loop as timer
@@ -174,7 +174,7 @@ def run(
             )
             w.stopping = stop
             w.max_connection_wait_time = 5.0  # RQ's own reconnect backoff while dequeueing
-            # RQ's own start-up line is one of its routine ones (webapp.logs)
+            # RQ's own start-up line is one of its routine ones (webapp.core.logs)
             log.info("taking jobs", extra={"queues": ",".join(QUEUES), "generation": generation})
             # RQ sets its loggers' level from this: its routine lines at WARNING
             w.work(with_scheduler=False, logging_level=routine_level(log_level))

@@ -12,13 +12,14 @@ from typing import Any, TypeVar
 
 from flask import Flask, current_app, has_app_context
 
-from webapp import clock, db, tenants
+from webapp import tenants
+from webapp.core import clock, db
+from webapp.core.logs import log_context
+from webapp.core.redis_conn import get_redis
 from webapp.eventstore import projections
 from webapp.jobs import queue as jobqueue
 from webapp.jobs.registry import get_job
 from webapp.jobs.schedule import SkipLock, fan_out
-from webapp.logs import log_context
-from webapp.redis_conn import get_redis
 from webapp.tracing import hooks
 
 log = logging.getLogger(__name__)

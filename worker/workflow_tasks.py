@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from webapp import clock, db
-from webapp.redis_conn import get_redis
+from webapp.core import clock, db
+from webapp.core.redis_conn import get_redis
 from webapp.workflows.dispatch import holders, inflight, signals
 from webapp.workflows.dispatch.drain import drain as drain_due
 from webapp.workflows.engine import continuation

@@ -16,8 +16,8 @@ from sqlalchemy import select
 from tests.mailserver import PrivateRedis, SmtpServer
 from tests.support.accounts import PASSWORD, login, register, user_row
 from tests.support.web import csrf_token, post
-from webapp import db
 from webapp.accounts.erase_accounts import erase_accounts
+from webapp.core import db
 from webapp.mail.outbox.jobs import sweep_outbox
 from webapp.mail.outbox.tables import mail_outbox
 

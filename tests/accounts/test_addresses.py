@@ -11,9 +11,9 @@ from sqlalchemy import func, select
 
 from tests.support.accounts import PASSWORD, login, register, user_row
 from tests.support.web import csrf_token, post
-from webapp import db
 from webapp.accounts import addresses
 from webapp.accounts.tables import users
+from webapp.core import db
 
 LOOK_ALIKE_EN = "Please use an address without look-alike characters."
 LOOK_ALIKE_DE = "Bitte verwenden Sie eine Adresse ohne verwechselbare Zeichen."

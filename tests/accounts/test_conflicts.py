@@ -13,8 +13,8 @@ from sqlalchemy import update
 
 from tests.support.accounts import PASSWORD, user_row
 from tests.support.web import csrf_token, post
-from webapp import db
 from webapp.accounts.tables import users
+from webapp.core import db
 
 CONFLICT_EN = "Your account was changed in another window. Please try again."
 CONFLICT_DE = "Ihr Konto wurde in einem anderen Fenster geändert. Bitte versuchen Sie es erneut."

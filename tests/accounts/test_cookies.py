@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from tests.support.accounts import PASSWORD, login, register
 from tests.support.web import FreshGClient, csrf_token, post
 from webapp import create_app
-from webapp.config import Config
+from webapp.core.config import Config
 
 WARNING = "SESSION_COOKIE_SECURE=false with an https BASE_URL"
 

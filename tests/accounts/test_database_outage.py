@@ -20,8 +20,9 @@ from tests import procs
 from tests.helpers import statements
 from tests.support.accounts import login, register
 from tests.support.web import FreshGClient
-from webapp import create_app, db
-from webapp.version import VERSION
+from webapp import create_app
+from webapp.core import db
+from webapp.core.version import VERSION
 
 ADDRESS = "ada@example.com"
 

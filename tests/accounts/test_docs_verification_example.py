@@ -16,8 +16,8 @@ import webapp.workflows as wf
 from tests.support.accounts import PASSWORD, link_in, mails
 from tests.support.web import csrf_token, post
 from tests.test_docs_examples import of
-from webapp import db
-from webapp.config import ROOT
+from webapp.core import db
+from webapp.core.config import ROOT
 from webapp.eventstore import projections
 from webapp.workflows.dispatch.sweep import resume_due_runs
 from webapp.workflows.store.tables import workflow_runs

@@ -44,7 +44,7 @@ def test_policy_rejects_common_passwords_and_the_email() -> None:
 
 
 def test_production_argon2_parameters_meet_owasp(app: Any) -> None:
-    from webapp.config import Config
+    from webapp.core.config import Config
 
     defaults = Config.__dataclass_fields__
     ph = passwords.hasher(
@@ -59,7 +59,7 @@ def test_production_argon2_parameters_meet_owasp(app: Any) -> None:
 
 
 def test_config_refuses_argon2_parameters_below_owasp() -> None:
-    from webapp.config import Config, ConfigError
+    from webapp.core.config import Config, ConfigError
 
     with pytest.raises(ConfigError):
         Config.from_env(
@@ -75,7 +75,7 @@ def test_sign_in_rehashes_when_parameters_change(app: Any, client: Any, make_con
     assert login(client, "ada@example.com").status_code == 302
     after = user_row("ada@example.com").password_hash
     assert extract_parameters(after).memory_cost == 2048
-    from webapp import db
+    from webapp.core import db
     from webapp.eventstore import StreamId, read_stream
 
     with db.reading() as conn:
@@ -112,7 +112,7 @@ def test_sealed_values_belong_to_one_user() -> None:
 
 
 def test_events_hold_no_readable_personal_data(app: Any, client: Any) -> None:
-    from webapp import db
+    from webapp.core import db
     from webapp.eventstore import read_all
 
     register(client, "ada@example.com")

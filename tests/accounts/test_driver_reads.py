@@ -1,5 +1,5 @@
 """The session check's statement sent on the driver's cursor
-(webapp/driver_reads.py) gives what `conn.execute` gives, on SQLite and
+(webapp/core/driver_reads.py) gives what `conn.execute` gives, on SQLite and
 PostgreSQL, whether or not something listens to the cursor events, and a
 driver error surfaces as SQLAlchemy's, as for any other statement."""
 
@@ -15,9 +15,9 @@ from sqlalchemy.exc import DBAPIError
 
 from tests.helpers import statements
 from tests.support.accounts import login
-from webapp import clock, db
 from webapp.accounts import signins
-from webapp.driver_reads import DriverRead, observed
+from webapp.core import clock, db
+from webapp.core.driver_reads import DriverRead, observed
 
 
 def _params(user: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from tests.support.accounts import PASSWORD, body, link_in, login, mails, register, user_row
 from tests.support.web import csrf_token, post
 from webapp.accounts.erase_accounts import erase_accounts
-from webapp.config import Config, ConfigError
+from webapp.core.config import Config, ConfigError
 
 
 def _daily_job(clock: Any) -> None:

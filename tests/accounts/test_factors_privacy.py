@@ -16,11 +16,11 @@ from sqlalchemy import select
 from tests.support.accounts import PASSWORD, body, login, mails, user_row
 from tests.support.factors import code, next_step, set_up
 from tests.support.web import csrf_token, fetch, post, unzip
-from webapp import db
 from webapp.accounts import crypto, erase_accounts
 from webapp.accounts import events as ev
 from webapp.accounts.factors import commands
 from webapp.accounts.factors.tables import recovery_codes, user_factors
+from webapp.core import db
 from webapp.eventstore.tables import events
 from webapp.privacy.tables import export_jobs
 

@@ -13,9 +13,9 @@ from sqlalchemy import select
 from tests.support.accounts import PASSWORD
 from tests.support.factors import code, codes_on, next_step, secret_on, set_up, start
 from tests.support.web import csrf_token, post
-from webapp import db
 from webapp.accounts import crypto
 from webapp.accounts.factors.tables import recovery_codes, user_factors
+from webapp.core import db
 from webapp.eventstore.tables import events
 
 

@@ -13,7 +13,7 @@ from wtforms import PasswordField, StringField
 
 from tests.support.accounts import PASSWORD
 from tests.support.web import csrf_token, post
-from webapp.forms import Form, check, required
+from webapp.ui.forms import Form, check, required
 
 
 def summary_items(html: str) -> list[str]:

@@ -10,7 +10,7 @@ from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 
 from tests.support.accounts import body, mails, register
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 TRANSLATIONS = ROOT / "webapp" / "translations"
 # Keys other code and the browser tests rely on: they stay the message ids.

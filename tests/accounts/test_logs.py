@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.support.accounts import PASSWORD, body, mails
 from tests.support.web import post
-from webapp.logs import LogfmtFormatter
+from webapp.core.logs import LogfmtFormatter
 
 TOKEN_LINK = re.compile(r"/(?:verify-email|email-change/revert)/([^\s]+)")
 

@@ -18,7 +18,7 @@ import pytest
 from tests.support.passkeys import ADD, REAUTH, SIGNIN
 from tests.support.web import csrf_token, post
 from webapp import create_app
-from webapp.config import Config
+from webapp.core.config import Config
 
 WARNING = "BASE_URL's host is an IP address: browsers refuse passkeys there"
 ADDRESS = (

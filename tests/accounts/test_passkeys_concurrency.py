@@ -14,9 +14,9 @@ from sqlalchemy import select
 from tests.support.authenticator import Authenticator
 from tests.support.passkeys import SIGNIN, SIGNIN_OPTIONS, add, options_json
 from tests.support.web import csrf_token
-from webapp import db
 from webapp.accounts.factors.tables import user_factors
 from webapp.accounts.tables import user_sessions
+from webapp.core import db
 
 
 def twins(app: Any, client: FlaskClient, n: int) -> list[FlaskClient]:

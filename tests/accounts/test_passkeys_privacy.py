@@ -17,11 +17,11 @@ from tests.support.accounts import PASSWORD, PLAIN, user_row
 from tests.support.authenticator import Authenticator
 from tests.support.passkeys import REMOVE, add, sign_in
 from tests.support.web import csrf_token, fetch, post, unzip
-from webapp import db
 from webapp.accounts import crypto, erase_accounts
 from webapp.accounts import events as ev
 from webapp.accounts.factors import passkey_commands
 from webapp.accounts.factors.tables import recovery_codes, user_factors
+from webapp.core import db
 from webapp.eventstore.tables import events
 from webapp.privacy.tables import export_jobs
 

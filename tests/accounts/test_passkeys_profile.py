@@ -28,9 +28,9 @@ from tests.support.passkeys import (
     send,
 )
 from tests.support.web import post
-from webapp import db
 from webapp.accounts.factors.passkeys import b64, unb64
 from webapp.accounts.factors.tables import PASSKEY, recovery_codes, user_factors
+from webapp.core import db
 
 STALE = 301  # seconds: past REAUTH_SECONDS (300)
 

@@ -29,10 +29,10 @@ from tests.support.passkeys import (
     sign_in,
 )
 from tests.support.web import csrf_token, post
-from webapp import db
 from webapp.accounts.factors.passkeys import b64, unb64
 from webapp.accounts.factors.tables import user_factors, webauthn_challenges
 from webapp.accounts.tables import user_sessions
+from webapp.core import db
 from webapp.devices import alert
 from webapp.mail.outbox.tables import mail_outbox
 

@@ -20,7 +20,7 @@ from tests.support.accounts import NEW_PASSWORD, PASSWORD, login, register, user
 from tests.support.web import post
 from webapp import create_app
 from webapp.accounts import change_email, passwords, ratelimit
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 LIMITED = "Too many attempts"
 

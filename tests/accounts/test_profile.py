@@ -258,8 +258,8 @@ def test_cancel_after_grace_period_is_refused(client: Any, user: Any, clock: Any
 def test_erase_job_erases_accounts_past_their_grace_period(
     app: Any, client: Any, user: Any, clock: Any
 ) -> None:
-    from webapp import db
     from webapp.accounts import crypto, erase_accounts
+    from webapp.core import db
     from webapp.eventstore import StreamId, read_stream
     from webapp.tenants import DEFAULT_TENANT
 

@@ -12,8 +12,8 @@ from sqlalchemy import select
 from tests.support.accounts import PASSWORD, login
 from tests.support.factors import code, next_step, set_up
 from tests.support.web import csrf_token, post
-from webapp import db
 from webapp.accounts.factors.tables import user_factors
+from webapp.core import db
 
 REAUTH = 'data-testid="reauth"'  # the "Confirm it's you" form
 STALE = 301  # seconds: past the default REAUTH_SECONDS (300)

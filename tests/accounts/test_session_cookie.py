@@ -1,4 +1,4 @@
-"""The session cookie, opened once per process and value (webapp/security.py,
+"""The session cookie, opened once per process and value (webapp/core/security.py,
 `SessionInterface`): a kept value is checked like a new one."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from webapp import security
+from webapp.core import security
 
 
 def _is_sign_in_redirect(resp: Any) -> bool:

@@ -7,7 +7,7 @@ import re
 
 from webapp.accounts import events as ev
 from webapp.accounts import projection
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 WRITES = re.compile(r"\b(?:insert|update|delete)\(\s*users\s*\)")
 

@@ -12,8 +12,8 @@ from sqlalchemy import select
 
 from tests.support.accounts import PASSWORD, body, link_in, mails, register, user_row
 from tests.support.web import csrf_token, post
-from webapp import db
 from webapp.accounts import verification_workflow
+from webapp.core import db
 from webapp.mail.outbox.jobs import sweep_outbox
 from webapp.mail.outbox.tables import mail_outbox
 from webapp.workflows.dispatch.sweep import resume_due_runs

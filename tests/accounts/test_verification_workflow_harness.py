@@ -10,8 +10,8 @@ import re
 from typing import Any
 
 from tests.support.accounts import PASSWORD
-from webapp import db
 from webapp.accounts import change_email, registration, users, verification_workflow
+from webapp.core import db
 from webapp.workflows.testing import Mail, WorkflowTest
 
 FLOWS = (verification_workflow.ON_REGISTERED, verification_workflow.ON_EMAIL_CHANGED)

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import select, update
 
 from tests.support.accounts import register, user_row
-from webapp import db
 from webapp.accounts import erase_accounts
+from webapp.core import db
 from webapp.workflows.store.tables import workflow_runs
 
 

@@ -12,8 +12,8 @@ from flask.testing import FlaskClient
 
 from tests.support.accounts import PLAIN, login, register
 from tests.support.web import csrf_token, post, without_csrf
-from webapp import db
 from webapp.accounts.users import find_by_email, stream_of
+from webapp.core import db
 from webapp.eventstore import read_stream
 
 # A fixed id of no run: the test ids name it, and pytest-xdist workers must collect the same ids.

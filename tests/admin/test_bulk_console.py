@@ -17,7 +17,7 @@ import webapp.workflows as wf
 from tests.support.web import post
 from tests.support.workflows import emit, run_events, runs
 from tests.workflows.limit_defs import limited
-from webapp.admin import views_bulk
+from webapp.admin.views import bulk as views_bulk
 from webapp.workflows import operations as ops
 from webapp.workflows.store import run_events as ev
 

@@ -7,7 +7,7 @@ import tomllib
 
 from flask.testing import FlaskClient
 
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 RELEASE = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 PAGES = ("/admin/runs", "/admin/stuck", "/admin/projections", "/admin/queues", "/admin/accounts")

@@ -14,7 +14,7 @@ from tests.mail.test_outbox import _record, _row
 from tests.mailserver import SmtpServer
 from tests.support.web import post
 from tests.support.workflows import emit, only_run
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import StreamId, parked, projections, read_stream
 
 

@@ -19,7 +19,7 @@ import webapp.workflows as wf
 from tests.browser import flows
 from tests.helpers import append_one, projection
 from tests.support.workflows import emit, only_run
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 from webapp.eventstore import projections
 from worker.run_scheduler import ScheduleKeeper
 

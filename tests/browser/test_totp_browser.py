@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from tests.browser import a11y, flows
 from tests.browser.flows import banner, section
 from tests.support.accounts import PASSWORD
-from webapp import clock as app_clock
+from webapp.core import clock as app_clock
 
 pytestmark = pytest.mark.browser
 

@@ -16,10 +16,11 @@ from sqlalchemy import select
 from tests.devices.helpers import FIREFOX_WINDOWS, browser, signed_in
 from tests.support.accounts import PASSWORD, body, login, mails, register
 from tests.support.web import csrf_token, post
-from webapp import create_app, db
+from webapp import create_app
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account
 from webapp.accounts.users import get_user, stream_of
+from webapp.core import db
 from webapp.devices import alert, cookie
 from webapp.devices.tables import known_devices
 from webapp.eventstore import read_stream

@@ -14,8 +14,8 @@ from tests.devices.helpers import CHROME_LINUX, FIREFOX_WINDOWS, browser, handle
 from tests.helpers import statements
 from tests.support.accounts import login, register
 from tests.support.web import htmx_get
-from webapp import db
 from webapp.accounts.tables import user_sessions
+from webapp.core import db
 
 
 def section(html: str) -> str:

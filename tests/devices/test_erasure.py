@@ -14,11 +14,11 @@ from sqlalchemy import select
 from tests.devices.helpers import FIREFOX_WINDOWS, signed_in
 from tests.support.accounts import PASSWORD, login, register, user_row
 from tests.support.web import post
-from webapp import db
 from webapp.accounts import erase_accounts
 from webapp.accounts import events as ev
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import stream_of
+from webapp.core import db
 from webapp.devices.tables import known_devices
 from webapp.eventstore import read_stream
 

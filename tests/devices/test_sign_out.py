@@ -15,11 +15,11 @@ from flask.testing import FlaskClient
 from tests.devices.helpers import FIREFOX_WINDOWS, ask, browser, handles, sign_out, signed_in
 from tests.support.accounts import PASSWORD, login, register
 from tests.support.web import csrf_token
-from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import stream_of
-from webapp.clock import FrozenClock
+from webapp.core import db
+from webapp.core.clock import FrozenClock
 from webapp.eventstore import read_stream
 
 

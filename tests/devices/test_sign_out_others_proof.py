@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 from tests.devices.helpers import signed_in
 from tests.support.accounts import PASSWORD
 from tests.support.web import post
-from webapp.clock import FrozenClock
+from webapp.core.clock import FrozenClock
 
 
 def test_with_a_fresh_proof_it_signs_the_others_out_at_once(

@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import select
 
 from tests.mailserver import PrivateRedis, SmtpServer
-from webapp import db
-from webapp.config import ROOT
+from webapp.core import db
+from webapp.core.config import ROOT
 from webapp.mail import outbox
 from webapp.mail.outbox import delivery
 from webapp.mail.outbox.jobs import sweep_outbox

@@ -15,9 +15,9 @@ import webapp.workflows as wf
 from tests import procs
 from tests.support.workflows import emit, only_run
 from webapp import create_app
+from webapp.core.migrate import upgrade
 from webapp.health import liveness
 from webapp.metrics.guard import Guard
-from webapp.migrate import upgrade
 from webapp.workflows.dispatch import resume_loop
 from webapp.workflows.dispatch import signals as timers
 from worker import dev, dev_health

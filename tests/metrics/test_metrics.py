@@ -16,8 +16,9 @@ from tests.support.accounts import login, register
 from tests.support.metrics import delta, scrape
 from tests.support.web import without_csrf
 from tests.support.workflows import emit, only_run
-from webapp import create_app, db
-from webapp.config import Config, ConfigError
+from webapp import create_app
+from webapp.core import db
+from webapp.core.config import Config, ConfigError
 from webapp.eventstore import NewEvent, StreamId, append, projections
 from webapp.eventstore.tables import parked_events
 from webapp.workflows.dispatch import signals, timer_loop

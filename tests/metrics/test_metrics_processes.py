@@ -18,7 +18,7 @@ from sqlalchemy import select
 from tests import procs
 from tests.support.accounts import PASSWORD, login, register
 from tests.support.metrics import Scrape, delta, scrape
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import projections
 from webapp.eventstore.tables import tenants
 from webapp.health import liveness

@@ -14,7 +14,7 @@ import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from tests.support.metrics import scrape
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 from webapp.metrics import instruments
 
 DOCS = ROOT / "docs"

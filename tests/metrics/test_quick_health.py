@@ -1,4 +1,4 @@
-"""`GET /healthz` is answered in front of Flask (webapp.core_views.QuickHealth):
+"""`GET /healthz` is answered in front of Flask (webapp.ui.home.QuickHealth):
 the same answer as the Flask view's, counted in the same request metrics, and
 nothing else is answered there."""
 
@@ -8,8 +8,8 @@ from flask import Flask
 from werkzeug.test import Client
 
 from tests.support.metrics import delta, scrape
-from webapp.core_views import QuickHealth
-from webapp.version import VERSION
+from webapp.core.version import VERSION
+from webapp.ui.home import QuickHealth
 
 COUNT = "webapp_http_request_duration_seconds_count"
 

@@ -18,7 +18,7 @@ import pytest
 from tests.support.accounts import PASSWORD, login, register, user_row
 from tests.support.web import post
 from webapp.accounts.erase_accounts import erase_accounts
-from webapp.migrate import upgrade
+from webapp.core.migrate import upgrade
 
 ADDRESS = "zeynep.probe-4711@example.org"
 

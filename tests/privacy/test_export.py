@@ -16,8 +16,8 @@ from sqlalchemy.exc import IntegrityError
 
 from tests.support.accounts import PASSWORD, body, link_in, login, mails, register, user_row
 from tests.support.web import fetch, htmx_get, post, unzip, without_csrf
-from webapp import db
 from webapp.accounts import erase_accounts
+from webapp.core import db
 from webapp.privacy import exports
 from webapp.privacy.jobs import clean_files, fail_stale
 from webapp.privacy.tables import export_download_attempts, export_jobs

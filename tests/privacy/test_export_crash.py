@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import select
 
 from tests.procs import app_env, until
-from webapp import db
-from webapp.config import ROOT
+from webapp.core import db
+from webapp.core.config import ROOT
 from webapp.privacy import exports
 from webapp.privacy.tables import export_jobs
 

@@ -1,4 +1,4 @@
-"""The privacy page kept per browser session (webapp/privacy/views.py,
+"""The privacy page kept per browser session (webapp/privacy/views/center.py,
 `blank_page`): it is always exactly the page rendered afresh, a change shows
 on the very next request (also changes made without an event of the account:
 a mail recorded, the export built by the worker, its expiry passing, its file
@@ -15,8 +15,9 @@ from flask.testing import FlaskClient
 from tests.helpers import statements
 from tests.support.accounts import login, register, user_row
 from tests.support.web import csrf_token, post, without_csrf
-from webapp import create_app, db
+from webapp import create_app
 from webapp.accounts import registration
+from webapp.core import db
 from webapp.mail.outbox import store
 from webapp.privacy import activity, exports, shown
 from webapp.privacy.jobs import clean_files

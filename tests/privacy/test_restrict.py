@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from tests.support.accounts import PASSWORD, login, mails, user_row
 from tests.support.web import post
-from webapp import db
 from webapp.accounts import deletion
 from webapp.accounts.users import stream_of
+from webapp.core import db
 from webapp.eventstore import read_stream
 from webapp.mail.outbox.tables import mail_outbox
 from webapp.privacy.tables import export_jobs

@@ -16,9 +16,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.support.web import post
-from webapp import actors, db
 from webapp.accounts import users
 from webapp.admin import grants
+from webapp.core import actors, db
 
 PASSWORD = "correct horse battery staple"
 NEW_PASSWORD = "tangerine submarine umbrella"

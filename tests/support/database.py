@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from webapp import clock as clockmod
-from webapp import db
+from webapp.core import clock as clockmod
+from webapp.core import db
 from webapp.eventstore import positions
 from webapp.workflows.store import definitions
 

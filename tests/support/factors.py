@@ -13,7 +13,7 @@ import pyotp
 from flask.testing import FlaskClient
 
 from tests.support.web import post
-from webapp import clock
+from webapp.core import clock
 
 
 def secret_on(page: str) -> str:

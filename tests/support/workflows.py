@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 import webapp.workflows as wf
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import ANY, Event, NewEvent, StreamId, append, projections, read_stream
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs

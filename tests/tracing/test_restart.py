@@ -14,7 +14,7 @@ from flask import Flask
 from sqlalchemy import select
 
 from tests import procs
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import projections
 from webapp.publish import publish
 from webapp.workflows.store.tables import workflow_runs

@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from tests.support.accounts import PASSWORD, register, user_row
-from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts import users
+from webapp.core import db
 from webapp.eventstore.reads import read_stream
 from webapp.mail.outbox.jobs import sweep_outbox
 from webapp.tracing import otel

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 import webapp.workflows as wf
 from tests.support.workflows import emit, pending, runs
-from webapp import db
+from webapp.core import db
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows.engine import continuation
 from webapp.workflows.store import rows

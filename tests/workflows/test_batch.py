@@ -12,7 +12,7 @@ from sqlalchemy import delete, event
 
 import webapp.workflows as wf
 from tests.support.workflows import pending, run_events, runs, types
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import ANY, NewEvent, StreamId, append
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows import operations as ops

@@ -14,7 +14,7 @@ from pathlib import Path
 from tests.support.workflows import emit, runs
 from tests.workflows.child_crash_workflow import CHILD, PARENT
 from tests.workflows.test_crash import _until
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 from webapp.workflows.store import child_events
 
 

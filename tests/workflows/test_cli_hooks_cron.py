@@ -12,7 +12,7 @@ import pytest
 import webapp.workflows as wf
 from tests.support.burst import BurstWorker
 from tests.support.workflows import emit, only_run, runs, types
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 from webapp.workflows.triggers import cron as trigger
 from webapp.workflows.webhook_route import signed_headers
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 import webapp.workflows as wf
 from tests.support.workflows import emit, run_events, runs, types
 from tests.workflows.limit_defs import limited
-from webapp import db
+from webapp.core import db
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows.dispatch import sweep
 from webapp.workflows.store import run_events as ev

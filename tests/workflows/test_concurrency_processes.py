@@ -13,7 +13,7 @@ from tests.procs import until
 from tests.support.workflows import emit, runs
 from tests.workflows.limit_defs import RACE
 from tests.workflows.test_concurrency import most_holding
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 TRIGGERS = 400
 KEYS = 10

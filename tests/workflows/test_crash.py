@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.support.workflows import emit, runs
 from tests.workflows.crash_workflow import CRASH
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 from webapp.jobs import enqueue
 
 

@@ -14,7 +14,7 @@ import webapp.workflows as wf
 from tests.support.workflows import run_events, runs, types
 from tests.workflows.cron_defs import T0, finish, instant, scheduler_tick, waiting
 from tests.workflows.test_races import parallel
-from webapp import db
+from webapp.core import db
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows.dispatch import sweep
 from webapp.workflows.store import run_events as ev

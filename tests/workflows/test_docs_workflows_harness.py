@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_docs_examples import DOCS, Block, files, of, write_files
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 GUIDE = ROOT / "docs" / "workflows.md"
 

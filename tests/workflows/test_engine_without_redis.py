@@ -15,8 +15,8 @@ from sqlalchemy import select
 
 import webapp.workflows as wf
 from tests.support.database import clean_database
-from webapp import db
-from webapp.clock import FrozenClock
+from webapp.core import db
+from webapp.core.clock import FrozenClock
 from webapp.eventstore import NewEvent, StreamId, append
 from webapp.workflows.definition import catalog
 from webapp.workflows.engine import continuation

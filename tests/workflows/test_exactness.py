@@ -19,8 +19,8 @@ from sqlalchemy.exc import OperationalError
 import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, run_events, types
 from tests.workflows.fingerprint_defs import EVERY_KIND, SOURCELESS, Doubler, Pricing, scaled
-from webapp import db
-from webapp.config import ROOT
+from webapp.core import db
+from webapp.core.config import ROOT
 from webapp.eventstore import head_position
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows.definition.fingerprint import describe

@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 
 import webapp.workflows as wf
 from tests.support.workflows import only_run, types
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import NewEvent, StreamId, append
 from webapp.eventstore.tables import events
 from webapp.workflows.dispatch import holders, inflight, job_paths, signals

@@ -9,7 +9,7 @@ from typing import Any
 
 import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, types
-from webapp import db
+from webapp.core import db
 from webapp.workflows.dispatch import drain as drains
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.store.tables import workflow_runs

@@ -10,7 +10,7 @@ import pytest
 
 import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, pending, run_events, runs, types
-from webapp import db
+from webapp.core import db
 from webapp.workflows import pausing
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.dispatch import sweep

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, pending, run_events, runs, types
-from webapp import db
+from webapp.core import db
 from webapp.workflows import operations as ops
 from webapp.workflows.dispatch import drain as drains
 from webapp.workflows.dispatch import sweep

@@ -20,7 +20,7 @@ from tests.procs import until
 from tests.support.workflows import emit, run_events, runs
 from tests.workflows.rate_defs import DEBOUNCED, THROTTLED
 from tests.workflows.test_rates import most_in_a_window
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 from webapp.workflows.store import run_events as ev
 
 KEYS = 3

@@ -10,7 +10,7 @@ from sqlalchemy import delete
 
 import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, pending, run_events, runs, types
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import parked
 from webapp.eventstore.tables import events as events_table
 from webapp.eventstore.tables import projection_cursors

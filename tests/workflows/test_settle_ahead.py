@@ -12,7 +12,7 @@ from typing import Any
 import webapp.workflows as wf
 from tests.helpers import statements
 from tests.support.workflows import emit, only_run, pending, run_events, types
-from webapp import db
+from webapp.core import db
 from webapp.workflows import operations as ops
 from webapp.workflows import pausing
 from webapp.workflows.engine import claims, continuation, settle_ahead

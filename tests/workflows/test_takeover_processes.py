@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 from tests.procs import Proc, app_env, until
 from tests.support.workflows import emit, runs, types
 from tests.workflows.takeover_workflow import AHEAD, TAKEOVER
-from webapp import db
+from webapp.core import db
 from webapp.eventstore.tables import events
 from webapp.workflows.store import rows
 

@@ -13,8 +13,9 @@ import pytest
 
 import webapp.workflows as wf
 from tests.support.workflows import emit, runs
-from webapp import clock, db, mail
-from webapp import clock as clock_mod
+from webapp import mail
+from webapp.core import clock, db
+from webapp.core import clock as clock_mod
 from webapp.jobs import queue as jobs_queue
 from webapp.workflows.dispatch import signals
 from webapp.workflows.interpreter import webhook

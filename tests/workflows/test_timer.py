@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import webapp.workflows as wf
 from tests.support.workflows import emit, only_run
-from webapp import db
+from webapp.core import db
 from webapp.workflows.dispatch import signals as timers
 from webapp.workflows.dispatch import timer_loop as timer
 from webapp.workflows.engine import heartbeat as leases

@@ -10,7 +10,7 @@ import pytest
 import webapp.workflows as wf
 from tests.support.workflows import emit, pending, run_events, runs, types
 from tests.workflows.versions_defs import v1, v2
-from webapp import db
+from webapp.core import db
 from webapp.workflows import versions
 from webapp.workflows.dispatch import sweep
 from webapp.workflows.store import run_events as ev

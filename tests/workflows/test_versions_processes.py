@@ -11,7 +11,7 @@ import sys
 from tests.procs import until
 from tests.support.workflows import emit, runs
 from tests.workflows.versions_defs import v1, v2
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 N = 100
 

@@ -16,19 +16,18 @@ def init_app(app: Flask) -> None:
         i18n,
         projection,
         ratelimit,
-        reset_views,
         session,
         tables,
-        views,
     )
+    from webapp.accounts.views import auth, reset
 
     del erase_accounts, tables  # imported for their registrations
     projection.register()
     i18n.init_app(app)
     ratelimit.init_app(app)
     session.init_app(app)
-    views.init_app(app)
-    reset_views.init_app(app)
+    auth.init_app(app)
+    reset.init_app(app)
     factors.init_app(app)
     _register_verification_workflow()
 

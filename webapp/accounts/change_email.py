@@ -20,7 +20,6 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from webapp import db
 from webapp.accounts import addresses, crypto, notices, reset, signed_links, signins
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
@@ -29,6 +28,7 @@ from webapp.accounts.registration import record_verification
 from webapp.accounts.result import INVALID_CREDENTIALS, Result, retry_on_conflict
 from webapp.accounts.stream import RowChange, append_to, fresh, unsealed
 from webapp.accounts.users import User, find_by_email, get_user, stream_of
+from webapp.core import db
 from webapp.eventstore import Event, read_stream
 
 EMAIL_CHANGED = "email-changed-notice"  # outbox kind of the mail to the old address

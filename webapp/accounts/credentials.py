@@ -9,7 +9,7 @@ from flask import current_app
 from webapp.accounts import passwords
 from webapp.accounts.result import Result
 from webapp.accounts.users import User
-from webapp.config import Config
+from webapp.core.config import Config
 
 
 def config() -> Config:

@@ -15,8 +15,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import Connection, delete, insert, select
 
-from webapp import clock
 from webapp.accounts.tables import user_keys
+from webapp.core import clock
 
 PREFIX = "enc:v1:"
 

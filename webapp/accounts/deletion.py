@@ -21,7 +21,6 @@ from typing import Any
 from flask_babel import force_locale, format_date
 from sqlalchemy import Connection
 
-from webapp import clock, db
 from webapp.accounts import addresses, notices, signed_links, signins
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
@@ -29,6 +28,7 @@ from webapp.accounts.credentials import check_password, config
 from webapp.accounts.result import INVALID_CREDENTIALS, Result, retry_on_conflict
 from webapp.accounts.stream import RowChange, append_to, change, unsealed
 from webapp.accounts.users import User, find_by_email, get_user, stream_of
+from webapp.core import clock, db
 from webapp.eventstore import Event, read_stream
 
 # Outbox kinds.

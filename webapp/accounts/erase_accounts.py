@@ -13,13 +13,13 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import Connection, and_, delete, exists, select
 
-from webapp import clock, db
 from webapp.accounts import crypto, signins
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.stream import append_to
 from webapp.accounts.tables import used_tokens, users
 from webapp.accounts.users import get_user
+from webapp.core import clock, db
 from webapp.eventstore import VersionConflict
 from webapp.eventstore.tables import events
 from webapp.jobs import job

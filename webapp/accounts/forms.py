@@ -11,7 +11,7 @@ from wtforms import BooleanField, PasswordField, StringField
 from wtforms.validators import ValidationError
 
 from webapp.accounts import addresses, passwords
-from webapp.forms import Form, check, required
+from webapp.ui.forms import Form, check, required
 
 
 def email_problem(value: str) -> str | None:

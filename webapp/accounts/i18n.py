@@ -16,7 +16,7 @@ from flask import Flask, has_request_context, request
 from flask_babel import Babel, format_decimal, get_locale, get_translations
 from flask_login import current_user
 
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 LANGUAGES = ("en", "de")
 LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}

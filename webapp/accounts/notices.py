@@ -16,10 +16,10 @@ from flask import current_app
 from flask_babel import force_locale, gettext
 from sqlalchemy import Connection
 
-from webapp import clock
 from webapp.accounts.account import Account
 from webapp.accounts.i18n import duration
 from webapp.accounts.users import User, get_user
+from webapp.core import clock
 from webapp.mail import outbox
 
 # Mails anyone can make us send to an address (resend, a sign-up with a taken

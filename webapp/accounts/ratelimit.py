@@ -20,7 +20,7 @@ from limits import RateLimitItem, parse
 from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
-from webapp.config import Config
+from webapp.core.config import Config
 from webapp.metrics.instruments import RATE_LIMIT_HITS
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from flask import current_app, session
 
-from webapp import clock
+from webapp.core import clock
 
 SESSION_KEY = "proved_at"
 

@@ -13,7 +13,6 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 
-from webapp import db
 from webapp.accounts import addresses, crypto, notices, passwords, signed_links
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
@@ -22,6 +21,7 @@ from webapp.accounts.result import Result, retry_on_conflict
 from webapp.accounts.stream import RowChange, append, append_to, fresh, unsealed
 from webapp.accounts.tables import users
 from webapp.accounts.users import User, address_version, find_by_email, get_user
+from webapp.core import db
 from webapp.eventstore import Event
 from webapp.tenants import DEFAULT_TENANT
 

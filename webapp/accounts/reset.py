@@ -14,7 +14,6 @@ import secrets
 
 from sqlalchemy import Connection
 
-from webapp import db
 from webapp.accounts import addresses, change_password, notices, passwords, signed_links, signins
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
@@ -23,6 +22,7 @@ from webapp.accounts.credentials import check_new_password, config, hasher
 from webapp.accounts.result import Result, retry_on_conflict
 from webapp.accounts.stream import RowChange, append_to
 from webapp.accounts.users import User, address_version, find_by_email, get_user, stream_of
+from webapp.core import db
 from webapp.eventstore import VersionConflict, read_stream
 
 SENT = "reset.sent"

@@ -14,7 +14,6 @@ import secrets
 
 from sqlalchemy import Connection
 
-from webapp import db
 from webapp.accounts import addresses, notices, signins
 from webapp.accounts import events as ev
 from webapp.accounts.account import RESTRICTED_MAIL, RESTRICTION_LIFTED_MAIL, Account, Refusal
@@ -22,6 +21,7 @@ from webapp.accounts.credentials import check_password
 from webapp.accounts.result import INVALID_CREDENTIALS, Result, retry_on_conflict
 from webapp.accounts.stream import RowChange, append_to, change, fresh, unsealed
 from webapp.accounts.users import User, find_by_email
+from webapp.core import db
 
 RESTRICTED_TEXT = "privacy.restrict.restricted"
 
@@ -44,7 +44,7 @@ def restrict(user: User, password: str) -> Result:
 
 
 def lift(email_raw: str, actor: str) -> Result:
-    """Lift a restriction (operators only; `actor` as webapp.actors writes it);
+    """Lift a restriction (operators only; `actor` as webapp.core.actors writes it);
     the user may sign in again."""
     email = addresses.normalize(email_raw)
 

@@ -16,8 +16,8 @@ from itsdangerous import BadSignature, SignatureExpired, TimestampSigner, URLSaf
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from webapp import clock
 from webapp.accounts.tables import used_tokens
+from webapp.core import clock
 
 VERIFY_EMAIL = "verify-email"
 REVERT_EMAIL = "revert-email-change"

@@ -31,7 +31,6 @@ from sqlalchemy import (
     update,
 )
 
-from webapp import clock, db
 from webapp.accounts import addresses, passwords
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
@@ -40,7 +39,8 @@ from webapp.accounts.result import Result
 from webapp.accounts.stream import RowChange, append_to, change, unsealed
 from webapp.accounts.tables import user_sessions, users
 from webapp.accounts.users import SignIn, User, find_by_email, from_row, get_user
-from webapp.driver_reads import DriverRead
+from webapp.core import clock, db
+from webapp.core.driver_reads import DriverRead
 from webapp.eventstore import Event, VersionConflict
 from webapp.tenants import DEFAULT_TENANT
 
@@ -136,7 +136,7 @@ def keep_alive(user: User) -> User:
 
 
 # The session check of every signed-in request, built once and sent on the
-# driver's cursor (webapp/driver_reads.py): the user, if the browser's secret
+# driver's cursor (webapp/core/driver_reads.py): the user, if the browser's secret
 # names a live sign-in of theirs (row there, not expired).
 _u, _s = users, user_sessions
 _LIVE_USER = DriverRead(

@@ -13,12 +13,12 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp import db
 from webapp.accounts import crypto
 from webapp.accounts.account import Account, Decision, Refusal
 from webapp.accounts.events import DECLARED
 from webapp.accounts.result import Result, retry_on_conflict
 from webapp.accounts.users import User, get_user, stream_of
+from webapp.core import db
 from webapp.eventstore import Event, Metadata, NewEvent
 from webapp.eventstore import append as append_events
 

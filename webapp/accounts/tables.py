@@ -15,7 +15,7 @@ from sqlalchemy import (
     false,
 )
 
-from webapp.db import UTCDateTime, metadata
+from webapp.core.db import UTCDateTime, metadata
 
 # Read model of the user aggregate, kept by inline projections (projection.py).
 users = Table(

@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 import webapp.workflows as wf
-from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts import registration, users
 from webapp.accounts.account import Account
+from webapp.core import db
 
 WAIT = "PT24H"
 

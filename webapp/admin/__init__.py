@@ -13,32 +13,14 @@ from typing import Any
 from flask import Flask, current_app
 from flask_babel import gettext
 
-from webapp.admin import (
-    access,
-    present,
-    queries,
-    views_accounts,
-    views_bulk,
-    views_ops,
-    views_queues,
-    views_rerun,
-    views_runs,
-    views_versions,
-)
+from webapp.admin import access, present, queries
 from webapp.admin import cli as _cli  # noqa: F401  (registers `flask users grant-admin|revoke-admin`)
-from webapp.version import VERSION
+from webapp.admin.views import accounts, bulk, ops, queues, rerun, runs, versions
+from webapp.core.version import VERSION
 
 __all__ = ["init_app"]
 
-del (
-    views_accounts,
-    views_bulk,
-    views_ops,
-    views_queues,
-    views_rerun,
-    views_runs,
-    views_versions,
-)  # imported for their routes on access.bp
+del accounts, bulk, ops, queues, rerun, runs, versions  # imported for their routes on access.bp
 
 
 def _status_options() -> dict[str, str]:

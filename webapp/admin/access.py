@@ -10,8 +10,8 @@ from __future__ import annotations
 from flask import Blueprint, Flask, abort, request
 from flask_login import current_user
 
-from webapp import actors
-from webapp.security import csrf
+from webapp.core import actors
+from webapp.core.security import csrf
 
 bp = Blueprint("admin", __name__, url_prefix="/admin")
 csrf.exempt(bp)  # checked in _gate, after the 404 for everyone who is not an admin

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import click
 
-from webapp import actors
 from webapp.admin import grants
 from webapp.cli import users_cli
+from webapp.core import actors
 from webapp.tenants import DEFAULT_TENANT
 
 

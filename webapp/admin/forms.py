@@ -10,7 +10,7 @@ from wtforms import StringField
 from wtforms.validators import ValidationError
 
 from webapp.admin.queries import STATUSES, RunFilter, valid_run_id
-from webapp.forms import Form
+from webapp.ui.forms import Form
 from webapp.workflows import bulk
 
 MAX_WORKFLOW = 200

@@ -4,11 +4,11 @@ user's own stream (actor in the metadata); the accounts' projection keeps
 
 from __future__ import annotations
 
-from webapp import db
 from webapp.accounts import addresses
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.stream import append_to
 from webapp.accounts.users import find_by_email
+from webapp.core import db
 from webapp.tenants import DEFAULT_TENANT
 
 

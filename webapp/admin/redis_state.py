@@ -12,9 +12,9 @@ from rq import Queue, Worker
 from rq.registry import FailedJobRegistry, StartedJobRegistry
 from rq_scheduler import Scheduler
 
+from webapp.core.redis_conn import get_redis
 from webapp.jobs import schedule
 from webapp.jobs.queue import QUEUES
-from webapp.redis_conn import get_redis
 
 
 @dataclass(frozen=True)

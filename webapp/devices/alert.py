@@ -17,12 +17,12 @@ from babel.dates import format_datetime
 from flask_babel import force_locale, gettext
 from sqlalchemy import Connection, update
 
-from webapp import clock
 from webapp.accounts import notices
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.stream import append_to, fresh
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User
+from webapp.core import clock
 from webapp.devices import cookie, known
 from webapp.devices.seen import Seen, of_request
 

@@ -17,10 +17,10 @@ from functools import cached_property
 from flask_babel import gettext
 from sqlalchemy import Connection, select
 
-from webapp import clock, db
 from webapp.accounts.signins import digest_of
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import SignIn, User
+from webapp.core import clock, db
 
 _s = user_sessions.c
 

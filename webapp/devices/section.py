@@ -13,14 +13,14 @@ from flask_babel import gettext
 from flask_login import login_required
 from wtforms import HiddenField, StringField
 
-from webapp import sections
 from webapp.accounts.result import Result
 from webapp.accounts.session import signed_in_user
 from webapp.devices import sign_out
 from webapp.devices.listing import Listing
 from webapp.devices.proof import needs_password, require_fresh_proof
-from webapp.forms import Form, current_password
-from webapp.sections import Screen
+from webapp.ui import sections
+from webapp.ui.forms import Form, current_password
+from webapp.ui.sections import Screen
 
 SECTION = "devices"
 TEMPLATE = "devices/_devices.html"

@@ -12,12 +12,12 @@ from __future__ import annotations
 from flask_babel import gettext
 from sqlalchemy import Connection, delete
 
-from webapp import db
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.result import Result, retry_on_conflict
 from webapp.accounts.stream import append_to, fresh
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User
+from webapp.core import db
 from webapp.devices.listing import Device, devices_of
 
 SIGNED_OUT = "devices.signedOut"

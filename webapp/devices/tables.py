@@ -6,7 +6,7 @@ account's rows (known.py); "Your devices" itself lists the sign-ins
 
 from sqlalchemy import Column, String, Table
 
-from webapp.db import UTCDateTime, metadata
+from webapp.core.db import UTCDateTime, metadata
 
 known_devices = Table(
     "known_devices",

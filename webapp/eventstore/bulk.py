@@ -17,7 +17,7 @@ from sqlalchemy import text
 def instant(value: datetime) -> str:
     """An aware instant as ISO 8601 with its offset (UTCDateTime refuses naive ones)."""
     if value.tzinfo is None:
-        raise ValueError("naive datetime given; use webapp.clock.now()")
+        raise ValueError("naive datetime given; use webapp.core.clock.now()")
     return value.isoformat()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore.projections import get
 from webapp.eventstore.reads import get_event
 from webapp.eventstore.store import ANY, Metadata, NewEvent, StreamId, append

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, Engine, select, text
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore.tables import event_counter
 
 PAGE = 10_000

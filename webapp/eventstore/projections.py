@@ -19,7 +19,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError, OperationalError
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore.positions import held_back, safe_position
 from webapp.eventstore.reads import head_position, read_all
 from webapp.eventstore.store import Event
@@ -270,7 +270,7 @@ def database_error(exc: BaseException) -> dict[str, str]:
     if isinstance(exc, DBAPIError) and exc.orig is not None:
         cause = exc.orig
     elif isinstance(exc, DisconnectionError) and exc.__cause__ is not None:
-        cause = exc.__cause__  # the pool's failed ping (webapp.db)
+        cause = exc.__cause__  # the pool's failed ping (webapp.core.db)
     fields = {"error_class": type(cause).__name__}
     sqlstate = getattr(cause, "sqlstate", None)
     if sqlstate:

@@ -22,8 +22,8 @@ from typing import Any
 from sqlalchemy import Connection, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from webapp import clock
-from webapp.driver_writes import DriverWrite
+from webapp.core import clock
+from webapp.core.driver_writes import DriverWrite
 from webapp.eventstore import bulk
 from webapp.eventstore.records import (
     ANY,
@@ -306,7 +306,7 @@ def _event(stream: StreamId, r: dict[str, Any], position: int, version: int) -> 
 def _store(conn: Connection, out: list[Event], dispatch: bool) -> None:
     """After the insert: count the events for the after-commit dispatch, then
     run the inline projections of each."""
-    if dispatch:  # after commit: one projection dispatch (webapp.db.transaction)
+    if dispatch:  # after commit: one projection dispatch (webapp.core.db.transaction)
         conn.info["events_appended"] = conn.info.get("events_appended", 0) + len(out)
     for e in out:
         for handler in _inline.get(e.type, ()):

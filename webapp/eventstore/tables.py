@@ -10,7 +10,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from webapp.db import UTCDateTime, metadata
+from webapp.core.db import UTCDateTime, metadata
 
 # The widest stream names the columns hold (publish's and append_event's limits).
 MAX_AGGREGATE_TYPE = 100

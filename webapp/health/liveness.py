@@ -22,7 +22,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from webapp.config import Config
+from webapp.core.config import Config
 from webapp.metrics import instruments, multiprocess_dir
 from webapp.metrics.guard import Guard
 

@@ -15,8 +15,8 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app
 from sqlalchemy import text
 
-from webapp import db
-from webapp.redis_conn import get_redis
+from webapp.core import db
+from webapp.core.redis_conn import get_redis
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ def migration_heads(database_url: str) -> set[str]:
     # `flask ...` command, the worker and the scheduler build the app too.
     from alembic.script import ScriptDirectory
 
-    from webapp.migrate import alembic_config
+    from webapp.core.migrate import alembic_config
 
     return set(ScriptDirectory.from_config(alembic_config(database_url)).get_heads())
 

@@ -11,7 +11,7 @@ from typing import Any
 from redis.exceptions import RedisError
 from rq import Queue
 
-from webapp.redis_conn import get_redis
+from webapp.core.redis_conn import get_redis
 
 log = logging.getLogger(__name__)
 

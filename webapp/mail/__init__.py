@@ -23,8 +23,8 @@ from pathlib import Path
 
 from flask import Flask, current_app
 
-from webapp import clock
-from webapp.config import Config
+from webapp.core import clock
+from webapp.core.config import Config
 
 log = logging.getLogger(__name__)
 

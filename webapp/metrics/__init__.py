@@ -12,7 +12,7 @@ prometheus_client picks multiprocess mode when its package is imported, from
 `PROMETHEUS_MULTIPROC_DIR`; this package (which every process imports before
 prometheus_client: nothing else of ours imports it) sets that variable, when
 it is unset, to `<instance>/metrics` (`INSTANCE_PATH`, in the environment or
-`.env`, as `webapp.config` reads it). `make run` empties that directory when it
+`.env`, as `webapp.core.config` reads it). `make run` empties that directory when it
 starts; in production empty it before the processes start (docs/operations.md,
 "Monitoring").
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 from redis import Redis
 from sqlalchemy import Select, func, literal, select, union_all
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import projections
 from webapp.eventstore.tables import events, parked_events, projection_cursors, tenants
 from webapp.mail.outbox.tables import FAILED, PENDING, mail_outbox

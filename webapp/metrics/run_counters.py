@@ -15,7 +15,7 @@ from collections import Counter as Tally
 from prometheus_client import Counter
 from sqlalchemy import Connection
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import Event, register_inline
 from webapp.metrics import instruments as m
 from webapp.workflows.store import run_events as ev

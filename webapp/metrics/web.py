@@ -20,11 +20,11 @@ from flask import Blueprint, Flask, Response, abort, current_app, request
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from webapp.config import Config
+from webapp.core.config import Config
+from webapp.core.redis_conn import get_redis
 from webapp.jobs.queue import QUEUES
 from webapp.metrics import gauges, instruments, multiprocess_dir, run_counters
 from webapp.metrics.guard import Guard
-from webapp.redis_conn import get_redis
 
 bp = Blueprint("metrics", __name__)
 
@@ -60,7 +60,7 @@ Observe = Callable[[str, str, int, float], None]
 
 def request_observer() -> Observe:
     """`observe(method, route, status, seconds)`: count one answered request
-    (also for an answer made before Flask, webapp.core_views.QuickHealth), and
+    (also for an answer made before Flask, webapp.ui.home.QuickHealth), and
     beat the web's heartbeat at most once a second."""
     histogram = instruments.HTTP_REQUESTS
     last_beat = [0.0]

@@ -5,16 +5,9 @@ from __future__ import annotations
 
 from flask import Flask
 
-from webapp.privacy import (
-    cli,
-    export_workflow,
-    jobs,
-    projection,
-    public_views,
-    tables,
-    views,
-)
-from webapp.render_cache import RenderCache
+from webapp.core.render_cache import RenderCache
+from webapp.privacy import cli, export_workflow, jobs, projection, tables
+from webapp.privacy.views import center, public
 
 del jobs, tables  # imported for their registrations (the jobs, the tables)
 
@@ -28,7 +21,7 @@ def init_app(app: Flask) -> None:
         projection.register()
         _registered = True
     export_workflow.register()
-    app.extensions["privacy.blank_pages"] = RenderCache(size=views.KEPT_PAGES)
-    app.register_blueprint(views.bp)
-    app.register_blueprint(public_views.bp)
+    app.extensions["privacy.blank_pages"] = RenderCache(size=center.KEPT_PAGES)
+    app.register_blueprint(center.bp)
+    app.register_blueprint(public.bp)
     cli.init_app(app)

@@ -17,11 +17,11 @@ from typing import Any
 from flask_babel import force_locale, gettext
 from sqlalchemy import Connection, select
 
-from webapp import clock
 from webapp.accounts import crypto
 from webapp.accounts.factors import store as factor_store
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User, stream_of
+from webapp.core import clock
 from webapp.devices import known
 from webapp.eventstore import Event, read_stream
 from webapp.workflows.store import queries as run_queries

@@ -7,9 +7,9 @@ import click
 from flask import Flask
 from flask.cli import AppGroup
 
-from webapp import actors, db
 from webapp.accounts import restriction
 from webapp.cli import users_cli
+from webapp.core import actors, db
 from webapp.privacy import downloads, exports
 
 exports_cli = AppGroup("exports", help="Data exports of the privacy center.")

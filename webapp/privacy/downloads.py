@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, delete, insert, select, update
 
-from webapp import clock
+from webapp.core import clock
 from webapp.privacy import exports
 from webapp.privacy.exports import Job
 from webapp.privacy.tables import DONE, export_download_attempts, export_download_tokens

@@ -19,11 +19,11 @@ from flask import current_app
 from sqlalchemy import Connection, select, update
 
 import webapp.workflows as wf
-from webapp import clock, db
 from webapp.accounts import events as ev
 from webapp.accounts import stream
 from webapp.accounts.account import Account
 from webapp.accounts.users import get_user
+from webapp.core import clock, db
 from webapp.eventstore import ANY, NewEvent
 from webapp.privacy import bundle, downloads, exports, mails
 from webapp.privacy.exports import Job

@@ -11,11 +11,11 @@ from typing import Any
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import IntegrityError
 
-from webapp import db
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.result import Result, retry_on_conflict
 from webapp.accounts.stream import append_to, fresh
 from webapp.accounts.users import User
+from webapp.core import db
 from webapp.privacy.tables import ACTIVE, export_jobs
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from wtforms import StringField
 
-from webapp import danger_zone
 from webapp.accounts.forms import email_problem
-from webapp.forms import Form, check, current_password, required
+from webapp.ui import danger_zone
+from webapp.ui.forms import Form, check, current_password, required
 
 
 class ExportForm(Form):

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from sqlalchemy import or_, select, update
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.jobs import job
 from webapp.privacy import downloads, exports
 from webapp.privacy.export_workflow import STALE_AFTER, fail, remove

@@ -11,8 +11,8 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import Connection, delete, insert, select, update
 
-from webapp import db
 from webapp.accounts import events as ev
+from webapp.core import db
 from webapp.eventstore import Event, register_inline
 from webapp.privacy.tables import (
     DONE,

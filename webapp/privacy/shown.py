@@ -1,10 +1,10 @@
 """What the privacy page shows from the database, in one statement: the newest
 export job and the first page of Your activity (events and mails), read on
-the driver's cursor (webapp/driver_reads.py) with a statement built once.
+the driver's cursor (webapp/core/driver_reads.py) with a statement built once.
 
 The page at `/privacy` (no cursor) is made of these rows, the user's row and
 the language, so the rows themselves are part of the kept page's key
-(webapp/privacy/views.py): whatever changes in them renders the page afresh.
+(webapp/privacy/views/center.py): whatever changes in them renders the page afresh.
 The same filters as `activity.page` and `exports.latest` (one definition of
 each), in the same order; `tests/privacy/test_kept_page.py` compares both.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Integer, String, bindparam, cast, literal_column, null, select, union_all
 
 from webapp.accounts.users import User
-from webapp.driver_reads import DriverRead
+from webapp.core.driver_reads import DriverRead
 from webapp.eventstore.tables import events
 from webapp.mail.outbox.tables import mail_outbox
 from webapp.privacy import activity

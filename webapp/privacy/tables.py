@@ -4,7 +4,7 @@ migrations/versions/0008_privacy.py; keep both in step."""
 
 from sqlalchemy import BigInteger, Column, Index, Integer, String, Table
 
-from webapp.db import UTCDateTime, metadata
+from webapp.core.db import UTCDateTime, metadata
 
 PENDING = "pending"
 RUNNING = "running"

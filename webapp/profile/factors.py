@@ -14,7 +14,6 @@ from flask import Blueprint, Response, g, make_response, request
 from flask_babel import gettext
 from flask_login import login_required
 
-from webapp import db, sections
 from webapp.accounts import ratelimit, reauth
 from webapp.accounts.credentials import check_password
 from webapp.accounts.factors import commands, recovery, totp
@@ -29,8 +28,10 @@ from webapp.accounts.factors.passkey_store import Passkey, passkeys_of
 from webapp.accounts.result import INVALID_CREDENTIALS, Result
 from webapp.accounts.session import signed_in_user
 from webapp.accounts.users import User
-from webapp.forms import Form
-from webapp.sections import Screen
+from webapp.core import db
+from webapp.ui import sections
+from webapp.ui.forms import Form
+from webapp.ui.sections import Screen
 
 SECTION = "factors"
 LIMIT = "second-factor"  # failed codes per account (accounts/ratelimit.py)

@@ -9,12 +9,12 @@ from flask_babel import gettext
 from wtforms import HiddenField, PasswordField, StringField
 from wtforms.validators import ValidationError
 
-from webapp import danger_zone
 from webapp.accounts import addresses
 from webapp.accounts.forms import email_problem, policy_problem
 from webapp.devices import section as devices_section
-from webapp.forms import Form, check, current_password, required
 from webapp.profile import factors
+from webapp.ui import danger_zone
+from webapp.ui.forms import Form, check, current_password, required
 
 
 class AccountForm(Form):

@@ -10,13 +10,13 @@ from flask import Blueprint, Response, g, jsonify, request
 from flask_babel import gettext
 from flask_login import login_required
 
-from webapp import sections
 from webapp.accounts import ratelimit, reauth
 from webapp.accounts.factors import challenges, passkey_commands
 from webapp.accounts.factors.forms import AddPasskeyForm, PasskeyForm
 from webapp.accounts.session import signed_in_user
 from webapp.profile.factors import LIMIT, SECTION, answer, limited, stale
-from webapp.sections import Screen
+from webapp.ui import sections
+from webapp.ui.sections import Screen
 
 
 def _json_refusal(status: int) -> Response:

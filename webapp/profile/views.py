@@ -3,8 +3,8 @@
 One URL per command, two renderings: an htmx request gets the section fragment
 (plus out-of-band fragments and the live region's message), anything else the
 whole page with the section's errors or success shown. `respond()` names the
-profile's templates; webapp/pages.py is the one place that decides (every
-screen), webapp/sections.py holds what every screen of sections answers. Each
+profile's templates; webapp/ui/pages.py is the one place that decides (every
+screen), webapp/ui/sections.py holds what every screen of sections answers. Each
 section's form (webapp/profile/forms.py) reports every error of a submit at
 once (docs/accounts.md, "Forms and accessibility").
 """
@@ -26,8 +26,6 @@ from flask_babel import gettext, refresh
 from flask_login import current_user, login_required
 from markupsafe import Markup
 
-from webapp import danger_zone, pages, sections
-from webapp import forms as forms_core
 from webapp.accounts import (
     change_email,
     change_password,
@@ -39,12 +37,14 @@ from webapp.accounts import (
 )
 from webapp.accounts.result import Result
 from webapp.accounts.session import refresh_session, signed_in_user
+from webapp.core.render_cache import RenderCache
 from webapp.devices import proof as devices_proof
 from webapp.devices import section as devices_section
 from webapp.devices.listing import Listing
 from webapp.profile import factors, forms, passkeys
-from webapp.render_cache import RenderCache
-from webapp.sections import Screen, View
+from webapp.ui import danger_zone, pages, sections
+from webapp.ui import forms as forms_core
+from webapp.ui.sections import Screen, View
 
 bp = Blueprint("profile", __name__, url_prefix="/profile")
 pages.no_store(bp)
@@ -61,7 +61,7 @@ def _fragment(section: str | None) -> str | None:
 
 
 def respond(view: View, status: int = 200, devices: Listing | None = None) -> Response:
-    """The profile's page or one section of it (webapp/pages.py decides which).
+    """The profile's page or one section of it (webapp/ui/pages.py decides which).
     `devices`: the device list when the caller read it already (read when shown)."""
     return pages.render(
         "profile/page.html",

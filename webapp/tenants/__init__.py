@@ -7,7 +7,7 @@ import re
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from webapp import clock
+from webapp.core import clock
 from webapp.eventstore.tables import tenants
 
 DEFAULT_TENANT = "default"

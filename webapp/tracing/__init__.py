@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from webapp.config import ConfigError
+from webapp.core.config import ConfigError
 
 
 class TracingUnavailable(ConfigError):

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from flask import Flask
 
+from webapp.core.security import csrf
 from webapp.jobs.registry import JobSpec, register_job
-from webapp.security import csrf
 from webapp.workflows import cli, webhook_route
 from webapp.workflows.definition import match
 from webapp.workflows.definition.builders import (

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import click
 from flask.cli import AppGroup
 
-from webapp import actors, db
+from webapp.core import actors, db
 from webapp.workflows import bulk, pausing, rerun
 from webapp.workflows import operations as ops
 from webapp.workflows import versions as vers

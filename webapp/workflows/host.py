@@ -14,8 +14,8 @@ of them comes through one small object given at start-up (`install`, done by
   `"resume"`), for a health check that notices a loop that hangs.
 
 Until a host is installed each hook does nothing. The database, the clock and
-the job queue are the application's infrastructure (`webapp.db`,
-`webapp.clock`, `webapp.jobs`), used directly; the RQ jobs the engine
+the job queue are the application's infrastructure (`webapp.core.db`,
+`webapp.core.clock`, `webapp.jobs`), used directly; the RQ jobs the engine
 enqueues are its own (`webapp.workflows.dispatch.jobs`).
 
 This module imports nothing of the engine, so every layer of it can call it.

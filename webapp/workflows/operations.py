@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import Event, read_stream
 from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.dispatch.sweep import STUCK_AFTER

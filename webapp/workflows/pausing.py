@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import NewEvent
 from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.operations import OperationError, find_run

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import Metadata, NewEvent, append, get_event
 from webapp.workflows.definition import compat
 from webapp.workflows.definition.controls import ControlError

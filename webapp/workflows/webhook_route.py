@@ -17,7 +17,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 
-from webapp import clock
+from webapp.core import clock
 from webapp.workflows.definition import catalog
 from webapp.workflows.triggers import start as trigger
 

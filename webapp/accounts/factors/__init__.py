@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from flask import Flask
 
-from webapp.accounts.factors import cli, passkey_views, projection, signin_views, tables
+from webapp.accounts.factors import cli, projection, tables
+from webapp.accounts.factors.views import passkey as passkey_views
+from webapp.accounts.factors.views import signin as signin_views
 
 del cli, tables  # imported for their registrations (the command, the tables)
 

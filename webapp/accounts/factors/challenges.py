@@ -19,9 +19,9 @@ from datetime import timedelta
 from flask import session
 from sqlalchemy import delete, insert, select
 
-from webapp import clock, db
 from webapp.accounts.factors.passkeys import b64
 from webapp.accounts.factors.tables import webauthn_challenges as t
+from webapp.core import clock, db
 
 LIFETIME = timedelta(minutes=5)
 SESSION_KEY = "webauthn_binding"

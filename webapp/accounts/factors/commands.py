@@ -14,7 +14,6 @@ import uuid
 from flask import current_app
 from sqlalchemy import Connection
 
-from webapp import clock, db
 from webapp.accounts import crypto
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
@@ -23,7 +22,8 @@ from webapp.accounts.factors import recovery, store, totp
 from webapp.accounts.result import INVALID_CREDENTIALS, Result, retry_on_conflict
 from webapp.accounts.stream import append_to, fresh
 from webapp.accounts.users import User
-from webapp.config import Config
+from webapp.core import clock, db
+from webapp.core.config import Config
 from webapp.eventstore import NewEvent
 
 TOTP_NAME = "Authenticator app"  # shown translated by kind; kept for the export

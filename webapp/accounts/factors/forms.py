@@ -14,7 +14,7 @@ from wtforms.validators import StopValidation
 
 from webapp.accounts.factors import recovery, totp
 from webapp.accounts.factors.passkey_commands import NAME_MAX
-from webapp.forms import Form, current_password, required
+from webapp.ui.forms import Form, current_password, required
 
 
 def _check_code(_form: Any, field: Any) -> None:

@@ -15,7 +15,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from webapp import db
 from webapp.accounts import events as ev
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.factors import challenges, passkeys, store
@@ -24,6 +23,7 @@ from webapp.accounts.factors.passkey_store import by_credential, passkeys_of, re
 from webapp.accounts.result import Result, retry_on_conflict
 from webapp.accounts.stream import append_to, fresh
 from webapp.accounts.users import User, get_user
+from webapp.core import db
 from webapp.eventstore import NewEvent
 from webapp.tenants import DEFAULT_TENANT
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from webapp import clock
 from webapp.accounts.factors.tables import PASSKEY, user_factors
 from webapp.accounts.users import User
+from webapp.core import clock
 
 c = user_factors.c
 

@@ -19,7 +19,7 @@ import secrets
 from argon2 import PasswordHasher
 
 from webapp.accounts import passwords
-from webapp.config import Config
+from webapp.core.config import Config
 
 COUNT = 10
 LENGTH = 16

@@ -5,12 +5,12 @@ reset they did not ask for does not go unnoticed."""
 
 from __future__ import annotations
 
-from webapp import db
 from webapp.accounts import addresses, notices
 from webapp.accounts.account import Account, Refusal
 from webapp.accounts.factors import store
 from webapp.accounts.stream import append_to
 from webapp.accounts.users import find_by_email
+from webapp.core import db
 from webapp.tenants import DEFAULT_TENANT
 
 FACTORS_RESET_MAIL = "factors-reset"  # outbox kind of the notice

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from flask import Response, redirect, session, url_for
 
-from webapp import clock, db
 from webapp.accounts import reauth, signins
 from webapp.accounts.factors import store
 from webapp.accounts.factors.tables import TOTP
 from webapp.accounts.session import sign_in
 from webapp.accounts.users import User, get_user
+from webapp.core import clock, db
 from webapp.metrics.instruments import SIGNINS
 
 SESSION_KEY = "second_step"

@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, or_, select, update
 
-from webapp import clock
 from webapp.accounts.factors.tables import TOTP, recovery_codes, user_factors
 from webapp.accounts.users import User
+from webapp.core import clock
 
 
 @dataclass(frozen=True)

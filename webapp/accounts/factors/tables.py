@@ -10,7 +10,7 @@ written by passkeys' ceremonies only (challenges.py)."""
 
 from sqlalchemy import BigInteger, Column, Index, Integer, String, Table, Text
 
-from webapp.db import UTCDateTime, metadata
+from webapp.core.db import UTCDateTime, metadata
 
 TOTP = "totp"  # the kind of an authenticator app
 PASSKEY = "passkey"  # a WebAuthn credential (passkeys.py)

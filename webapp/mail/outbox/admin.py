@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import ANY, Metadata, NewEvent, StreamId, append
 from webapp.mail.outbox.store import kick_after_commit
 from webapp.mail.outbox.tables import FAILED, PENDING, mail_outbox

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from flask.cli import AppGroup
 
-from webapp import actors
+from webapp.core import actors
 from webapp.mail.outbox import admin
 
 mail_cli = AppGroup("mail", help="Outgoing mail: failed deliveries and retries.")

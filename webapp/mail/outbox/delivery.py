@@ -20,8 +20,9 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import Connection, and_, or_, select, update
 
-from webapp import clock, db, mail
-from webapp.config import Config
+from webapp import mail
+from webapp.core import clock, db
+from webapp.core.config import Config
 from webapp.mail.outbox.store import kick
 from webapp.mail.outbox.tables import FAILED, PENDING, SENT, mail_outbox
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from webapp import clock
+from webapp.core import clock
 from webapp.jobs import job
 from webapp.mail.outbox.delivery import sweep
 from webapp.mail.outbox.store import kick

@@ -15,7 +15,8 @@ from datetime import datetime
 from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from webapp import clock, db, jobs
+from webapp import jobs
+from webapp.core import clock, db
 from webapp.mail.outbox.tables import PENDING, mail_outbox
 
 DELIVER_FUNC = "worker.mail_tasks.deliver"

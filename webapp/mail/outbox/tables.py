@@ -3,7 +3,7 @@ migrations/versions/0006_mail_outbox.py; keep both in step."""
 
 from sqlalchemy import Column, Index, Integer, String, Table, Text
 
-from webapp.db import UTCDateTime, metadata
+from webapp.core.db import UTCDateTime, metadata
 
 PENDING = "pending"
 SENT = "sent"

@@ -12,7 +12,7 @@ import time
 
 from sqlalchemy.exc import DBAPIError
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import VersionConflict
 from webapp.workflows.dispatch import signals
 from webapp.workflows.engine import claims, continuation

@@ -38,9 +38,9 @@ from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
 
-from webapp import clock
+from webapp.core import clock
+from webapp.core.redis_conn import get_redis
 from webapp.jobs import enqueue
-from webapp.redis_conn import get_redis
 from webapp.workflows.dispatch import job_paths
 from webapp.workflows.engine import heartbeat
 

@@ -38,7 +38,7 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import RedisError
 
-from webapp.redis_conn import get_redis
+from webapp.core.redis_conn import get_redis
 from webapp.workflows.dispatch import holders, signals
 from webapp.workflows.engine import heartbeat
 

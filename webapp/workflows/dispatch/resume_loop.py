@@ -32,7 +32,7 @@ from typing import Any
 from flask import Flask
 from redis import Redis
 
-from webapp.redis_conn import get_redis
+from webapp.core.redis_conn import get_redis
 from webapp.workflows import host
 from webapp.workflows.dispatch import inflight, signals
 from webapp.workflows.engine import continuation, heartbeat, transient

@@ -19,9 +19,9 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy import Connection
 
-from webapp import clock, db
+from webapp.core import clock, db
+from webapp.core.redis_conn import get_redis
 from webapp.jobs import enqueue, has_sink
-from webapp.redis_conn import get_redis
 from webapp.workflows.dispatch import job_paths
 from webapp.workflows.engine import transient
 from webapp.workflows.store import start_signal, wake_signal

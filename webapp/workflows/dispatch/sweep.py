@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from webapp import db
+from webapp.core import db
 from webapp.workflows.dispatch.drain import drain
 from webapp.workflows.engine import continuation
 from webapp.workflows.engine.resume_rules import ResumeResult

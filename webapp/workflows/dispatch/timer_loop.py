@@ -32,9 +32,10 @@ from flask import Flask
 from redis import Redis
 from redis.exceptions import RedisError
 
-from webapp import clock, db, tenants
+from webapp import tenants
+from webapp.core import clock, db
+from webapp.core.redis_conn import get_redis
 from webapp.jobs import enqueue
-from webapp.redis_conn import get_redis
 from webapp.workflows import host
 from webapp.workflows.dispatch import holders, inflight, job_paths, signals, timer_reload
 from webapp.workflows.engine import heartbeat

@@ -16,7 +16,7 @@ from datetime import timedelta
 from redis import Redis
 from sqlalchemy import select
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.workflows.dispatch import signals
 from webapp.workflows.store.tables import workflow_run_pending
 

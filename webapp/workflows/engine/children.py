@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import Event, NewEvent, append
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.children import ChildWorkflowFailed, child_step

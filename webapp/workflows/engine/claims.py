@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import Event, get_events
 from webapp.workflows import host
 from webapp.workflows.definition import catalog

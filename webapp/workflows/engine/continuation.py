@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import VersionConflict
 from webapp.eventstore.tables import tenants
 from webapp.workflows.engine import claims, heartbeat, run_loop, settle_ahead, stops

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from webapp import clock
+from webapp.core import clock
 from webapp.workflows.store import leases as store_leases
 
 log = logging.getLogger("webapp.workflows")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webapp import clock
+from webapp.core import clock
 from webapp.eventstore import Event
 from webapp.workflows.definition import match as matchmod
 from webapp.workflows.definition.context import RunContext

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import NewEvent, get_event
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.children import child_step

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.workflows.definition.model import Workflow
 from webapp.workflows.engine import claims, run_loop
 from webapp.workflows.engine.claims import Ahead

@@ -8,7 +8,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import NewEvent, StreamId, VersionConflict
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.durations import to_instant

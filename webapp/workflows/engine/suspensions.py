@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.workflows.definition import match as matchmod
 from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.durations import to_instant

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import ANY, Event, NewEvent, StreamId, append, get_event
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition import match as matchmod

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.workflows.definition.model import Workflow
 from webapp.workflows.store import sql
 from webapp.workflows.store.tables import workflow_definitions

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, and_, bindparam, select
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
 

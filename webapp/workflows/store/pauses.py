@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, delete, select
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.workflows.store import sql
 from webapp.workflows.store.tables import workflow_pauses
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from webapp import clock
+from webapp.core import clock
 from webapp.eventstore import Event, read_all
 from webapp.workflows.definition import match as matchmod
 from webapp.workflows.store import rows, wake_signal

@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, or_, select, update
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import Event, register_inline
 from webapp.workflows.definition import catalog
 from webapp.workflows.store import children, control_rows, pending, rows, slots, sql, wake_signal

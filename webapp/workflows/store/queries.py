@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import Connection, func, literal, or_, select, text, tuple_
 
-from webapp import clock
-from webapp.db import UTCDateTime
+from webapp.core import clock
+from webapp.core.db import UTCDateTime
 from webapp.workflows.store import locks
 from webapp.workflows.store.run_events import OPEN, RunStatus
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs

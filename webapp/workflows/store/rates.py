@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import NewEvent, StreamId, append, event_at
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.model import Workflow

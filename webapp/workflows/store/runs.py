@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select, update
 
-from webapp import clock
+from webapp.core import clock
 from webapp.eventstore import (
     Event,
     Metadata,

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, or_, select, tuple_
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import Event, NewEvent, StreamId, append, hold_append_lock
 from webapp.workflows.definition import catalog
 from webapp.workflows.definition.controls import Limit

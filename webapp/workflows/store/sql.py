@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import JSON, Connection, Integer, Table, TextClause, bindparam, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from webapp import db
-from webapp.db import UTCDateTime
+from webapp.core import db
+from webapp.core.db import UTCDateTime
 from webapp.eventstore import bulk
 from webapp.workflows.store.tables import workflow_runs
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from sqlalchemy import Connection
 
-from webapp import db
+from webapp.core import db
 
 StartListener = Callable[[str, list[str]], None]  # (tenant, run ids), after commit
 

@@ -4,7 +4,7 @@
 
 from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, String, Table, false
 
-from webapp.db import UTCDateTime, metadata
+from webapp.core.db import UTCDateTime, metadata
 
 # The pending set: one row per suspended step, until it is resumed or its run settles.
 workflow_run_pending = Table(

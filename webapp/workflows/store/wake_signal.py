@@ -13,7 +13,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
-from webapp import db
+from webapp.core import db
 
 # (tenant, run, step, wake_at), called after the transaction commits.
 WakeListener = Callable[[str, str, int, datetime], None]

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from webapp.config import Config
-from webapp.migrate import upgrade
+from webapp.core.config import Config
+from webapp.core.migrate import upgrade
 
 # Cheap password hashing and in-memory rate limits: tests that create accounts
 # stay fast and need no Redis.

@@ -31,8 +31,9 @@ from typing import Any
 
 from flask import Flask
 
-from webapp import clock, create_app, db, mail, tenants
-from webapp.clock import FrozenClock
+from webapp import create_app, mail, tenants
+from webapp.core import clock, db
+from webapp.core.clock import FrozenClock
 from webapp.eventstore import Event, projections
 from webapp.jobs import queue as jobs_queue
 from webapp.publish import publish

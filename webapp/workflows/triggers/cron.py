@@ -31,7 +31,8 @@ from typing import NamedTuple
 from croniter import croniter
 from sqlalchemy import Connection
 
-from webapp import clock, db, tenants
+from webapp import tenants
+from webapp.core import clock, db
 from webapp.eventstore import NewEvent, StreamId, VersionConflict, append, hold_append_lock
 from webapp.jobs.registry import JobSpec, register_job, unregister_job
 from webapp.workflows.definition import catalog

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp import db
+from webapp.core import db
 from webapp.eventstore import NewEvent, StreamId, VersionConflict, append
 from webapp.workflows.dispatch.signals import on_start
 from webapp.workflows.store import run_events as ev

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import Event, NewEvent, VersionConflict, append
 from webapp.workflows.definition.model import Workflow
 from webapp.workflows.store import rate_events, rates, runs, slots, start_signal

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
-from webapp import clock, db
+from webapp.core import clock, db
 from webapp.eventstore import (
     Event,
     NewEvent,

@@ -14,10 +14,12 @@ from flask import Response, abort, redirect, request, url_for
 from flask_babel import gettext
 from werkzeug.wrappers import Response as BaseResponse
 
-from webapp import db, pages, tenants
+from webapp import tenants
 from webapp.admin import access, queries
 from webapp.admin.access import bp
 from webapp.admin.forms import RunFilterForm, cursor_text
+from webapp.core import db
+from webapp.ui import pages
 from webapp.workflows import operations as ops
 from webapp.workflows import pausing
 

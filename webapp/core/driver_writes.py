@@ -27,7 +27,7 @@ from typing import Any
 from psycopg.pq import TransactionStatus
 from sqlalchemy import Connection, Dialect, TextClause
 
-from webapp.driver_reads import PerDialect, observed
+from webapp.core.driver_reads import PerDialect, observed
 
 
 class DriverWrite:

@@ -6,13 +6,14 @@ from __future__ import annotations
 from flask import Blueprint, Response, make_response, render_template, request
 from flask_babel import format_date, gettext
 
-from webapp import db, pages
 from webapp.accounts import deletion, ratelimit
+from webapp.core import db
 from webapp.privacy import downloads
 from webapp.privacy.export_workflow import folder
 from webapp.privacy.forms import DeleteLinkForm
-from webapp.privacy.views import export_file, not_available
+from webapp.privacy.views.center import export_file, not_available
 from webapp.tenants import DEFAULT_TENANT
+from webapp.ui import pages
 
 bp = Blueprint("privacy_public", __name__)
 pages.no_store(bp, no_referrer=True)  # the path carries a token

@@ -12,8 +12,8 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, render_template
 from sqlalchemy.exc import SQLAlchemyError
 
-from webapp import db, security
-from webapp.version import VERSION
+from webapp.core import db, security
+from webapp.core.version import VERSION
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def healthz() -> Response:
 
 
 # What Flask's answer to `GET /healthz` carries besides its body: the view's own
-# headers, the app-wide ones (webapp/security.py), and the `Vary: Cookie` Flask
+# headers, the app-wide ones (webapp/core/security.py), and the `Vary: Cookie` Flask
 # adds (Flask-Login's after-request hook looks into the session).
 _HEADERS = [
     ("Content-Type", "application/json"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 from flask import Response, current_app
 from flask_babel import gettext
 
-from webapp import pages
 from webapp.admin import access, redis_state
 from webapp.admin.access import bp
 from webapp.mail.outbox import admin as outbox
+from webapp.ui import pages
 
 
 def _page(

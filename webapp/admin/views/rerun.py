@@ -9,7 +9,7 @@ from flask_babel import gettext
 
 from webapp.admin import access
 from webapp.admin.access import bp
-from webapp.admin.views_runs import detail, run_page
+from webapp.admin.views.runs import detail, run_page
 from webapp.workflows import operations as ops
 from webapp.workflows import rerun as reruns
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from flask import Response, abort, request
 from flask_babel import gettext
 
-from webapp import db, pages, tenants
+from webapp import tenants
 from webapp.admin import access, queries
 from webapp.admin.access import bp
+from webapp.core import db
 from webapp.eventstore import get_events, projections
 from webapp.eventstore import parked as parked_events
+from webapp.ui import pages
 from webapp.workflows.dispatch.sweep import STUCK_AFTER
 
 

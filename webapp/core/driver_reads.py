@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import CompoundSelect, Connection, Dialect, Engine, Select
 
-from webapp import db
+from webapp.core import db
 
 Processor = Callable[[Any], Any] | None
 

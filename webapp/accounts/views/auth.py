@@ -16,13 +16,13 @@ from flask import (
 from flask_babel import gettext
 from flask_login import current_user
 
-from webapp import pages
 from webapp.accounts import addresses, change_email, i18n, ratelimit, registration, signins
 from webapp.accounts.factors import second_step
 from webapp.accounts.forms import LoginForm, RegisterForm, ResetPasswordForm
 from webapp.accounts.result import Result
 from webapp.accounts.session import safe_next, sign_out
 from webapp.metrics.instruments import SIGNINS
+from webapp.ui import pages
 
 bp = Blueprint("accounts", __name__)
 pages.no_store(bp)

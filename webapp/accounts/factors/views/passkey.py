@@ -27,19 +27,14 @@ from flask import (
 )
 from flask_babel import gettext
 
-from webapp import pages
 from webapp.accounts import ratelimit, signins
-from webapp.accounts.factors import (
-    challenges,
-    passkey_commands,
-    passkeys,
-    second_step,
-    signin_views,
-)
+from webapp.accounts.factors import challenges, passkey_commands, passkeys, second_step
 from webapp.accounts.factors.forms import PasskeyForm
+from webapp.accounts.factors.views import signin as signin_views
 from webapp.accounts.forms import LoginForm
 from webapp.accounts.session import safe_next
 from webapp.metrics.instruments import SIGNINS
+from webapp.ui import pages
 
 log = logging.getLogger(__name__)
 bp = Blueprint("passkeys", __name__)

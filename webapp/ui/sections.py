@@ -1,5 +1,5 @@
 """Screens made of sections (the profile, the privacy center, the console):
-the plumbing they share, beside webapp/pages.py (which picks page or fragment).
+the plumbing they share, beside webapp/ui/pages.py (which picks page or fragment).
 
 A `Screen` knows how to answer (`respond(view, status)`) and each section's
 empty form. A `View` is what one answer renders: the user, the answered section
@@ -20,13 +20,13 @@ from flask_babel import format_date, gettext
 from flask_login import current_user
 from werkzeug.exceptions import HTTPException
 
-from webapp import db, security
 from webapp.accounts import ratelimit, users
 from webapp.accounts.credentials import check_password
 from webapp.accounts.result import GENERIC, INVALID_CREDENTIALS, Result
 from webapp.accounts.session import signed_in_user
 from webapp.accounts.users import User
-from webapp.forms import Form
+from webapp.core import db, security
+from webapp.ui.forms import Form
 
 log = logging.getLogger(__name__)
 

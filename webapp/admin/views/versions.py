@@ -6,10 +6,10 @@ from __future__ import annotations
 from flask import Response, request
 from flask_babel import gettext
 
-from webapp import db
 from webapp.admin import access
 from webapp.admin.access import bp
-from webapp.admin.views_runs import detail, run_page
+from webapp.admin.views.runs import detail, run_page
+from webapp.core import db
 from webapp.workflows import versions
 
 MAX_MAP = 1000

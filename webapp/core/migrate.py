@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import command
 from alembic.config import Config as AlembicConfig
 
-from webapp.config import ROOT
+from webapp.core.config import ROOT
 
 
 def alembic_config(database_url: str) -> AlembicConfig:

@@ -10,13 +10,14 @@ from datetime import datetime
 
 from flask import Response, request
 
-from webapp import db, pages
 from webapp.accounts import addresses
 from webapp.accounts.account import Account
 from webapp.accounts.factors import store as factors
 from webapp.accounts.users import find_by_email
 from webapp.admin.access import bp
-from webapp.admin.views_ops import chosen_tenant
+from webapp.admin.views.ops import chosen_tenant
+from webapp.core import db
+from webapp.ui import pages
 
 MAX_ADDRESS = 320
 

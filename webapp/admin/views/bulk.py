@@ -24,11 +24,13 @@ from typing import Any
 from flask import Response, abort, current_app, request
 from flask_babel import gettext
 
-from webapp import db, pages, tenants
+from webapp import tenants
 from webapp.admin import access, present
 from webapp.admin.access import bp
 from webapp.admin.forms import FILTER_FIELDS, BulkForm, RunFilterForm
-from webapp.admin.views_runs import known_tenants, runs_context
+from webapp.admin.views.runs import known_tenants, runs_context
+from webapp.core import db
+from webapp.ui import pages
 from webapp.workflows import bulk
 
 # More than this is a job for the CLI (a request acts on each run in its own

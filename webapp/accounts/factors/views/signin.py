@@ -22,14 +22,14 @@ from flask import (
 )
 from flask_babel import gettext
 
-from webapp import pages
 from webapp.accounts import ratelimit
 from webapp.accounts.factors import commands, second_step
 from webapp.accounts.factors.forms import SignInCodeForm, SignInRecoveryForm
 from webapp.accounts.factors.tables import PASSKEY, TOTP
 from webapp.accounts.users import User
-from webapp.forms import Form
 from webapp.metrics.instruments import SIGNINS
+from webapp.ui import pages
+from webapp.ui.forms import Form
 
 bp = Blueprint("factors", __name__)
 pages.no_store(bp)

@@ -11,7 +11,7 @@ it is a normal READ COMMITTED transaction. `reading()` is for reads: one
 deferred transaction on SQLite, no transaction at all on PostgreSQL (one round
 trip per statement). After a commit that appended events, the registered
 after-commit hooks run (the projection dispatcher uses this). A SQLite file's
-engine and the pragmas of its connections are `webapp.sqlite_setup`'s.
+engine and the pragmas of its connections are `webapp.core.sqlite_setup`'s.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from sqlalchemy import Connection, DateTime, Engine, MetaData, TypeDecorator, cr
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
-from webapp import sqlite_setup
-from webapp.sqlite_setup import SqliteTuning
+from webapp.core import sqlite_setup
+from webapp.core.sqlite_setup import SqliteTuning
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +299,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            raise ValueError("naive datetime given; use webapp.clock.now()")
+            raise ValueError("naive datetime given; use webapp.core.clock.now()")
         value = value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 from flask_login import current_user, login_required
 
-from webapp import sections
 from webapp.accounts import deletion
 from webapp.accounts.account import Account, State
 from webapp.accounts.result import Result
 from webapp.accounts.session import refresh_session, signed_in_user
-from webapp.forms import Form, current_password
-from webapp.sections import Screen
+from webapp.ui import sections
+from webapp.ui.forms import Form, current_password
+from webapp.ui.sections import Screen
 
 SECTION = "danger"
 

@@ -1,7 +1,7 @@
 """ "Forgot password?": `/reset-password` asks for a link, `/reset-password/<token>`
 sets the new password. One URL per form, two renderings: an htmx request gets
 the section (plus the live region's message), anything else the whole page (no
-JavaScript needed). Both forms follow the one error pattern (webapp/forms.py):
+JavaScript needed). Both forms follow the one error pattern (webapp/ui/forms.py):
 every error of a submit at once, 422; rate limits 429."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from flask import (
 from flask_babel import gettext
 from flask_login import current_user, logout_user
 
-from webapp import forms as forms_core
-from webapp import pages
 from webapp.accounts import addresses, ratelimit, reset
 from webapp.accounts.forms import ResetPasswordForm, ResetRequestForm
 from webapp.accounts.result import Result
+from webapp.ui import forms as forms_core
+from webapp.ui import pages
 
 bp = Blueprint("reset", __name__)
 pages.no_store(bp, no_referrer=True)  # the token is in the URL

@@ -14,7 +14,7 @@ from typing import Any
 
 from flask import Blueprint, Response, make_response, render_template
 
-from webapp import forms
+from webapp.ui import forms
 
 __all__ = ["htmx_redirect", "no_store", "render"]
 

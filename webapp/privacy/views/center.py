@@ -1,10 +1,10 @@
 """The privacy center, `/privacy`: Export, Your activity, Restrict processing and
-Delete account, each its own section answered alone to htmx (webapp/pages.py
+Delete account, each its own section answered alone to htmx (webapp/ui/pages.py
 decides) and as the whole page without JavaScript.
 
-*Delete account* is the danger zone the profile shows too (webapp/danger_zone.py,
+*Delete account* is the danger zone the profile shows too (webapp/ui/danger_zone.py,
 `_danger_zone.html`), answered on this screen; the rest of the plumbing is
-webapp/sections.py's.
+webapp/ui/sections.py's.
 """
 
 from __future__ import annotations
@@ -28,16 +28,17 @@ from flask_babel import gettext
 from flask_login import login_required
 from markupsafe import Markup
 
-from webapp import danger_zone, db, pages, sections
-from webapp import forms as forms_core
 from webapp.accounts import i18n, ratelimit, restriction
 from webapp.accounts.result import Result
 from webapp.accounts.session import sign_out, signed_in_user
+from webapp.core import db
+from webapp.core.render_cache import RenderCache
 from webapp.privacy import activity, downloads, exports, forms
 from webapp.privacy import shown as privacy_shown
 from webapp.privacy.export_workflow import folder
-from webapp.render_cache import RenderCache
-from webapp.sections import Screen, View
+from webapp.ui import danger_zone, pages, sections
+from webapp.ui import forms as forms_core
+from webapp.ui.sections import Screen, View
 
 bp = Blueprint("privacy", __name__, url_prefix="/privacy")
 pages.no_store(bp)

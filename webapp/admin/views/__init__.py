@@ -1,0 +1,1 @@
+"""The operations console's screens, one module each."""
