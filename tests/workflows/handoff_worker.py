@@ -1,7 +1,8 @@
 """A worker for the hand-off crash test, run as a real subprocess: it
 SIGKILLs itself at one point of the timer's claim or of the resume loop's
 hand-off (`HANDOFF_KILL_AT`), the first time any worker of the test gets
-there with a run's due step in hand (a file created exclusively decides).
+there with a run's due step in hand (a file created exclusively decides),
+once the test has armed it.
 
 The points, in the order a timer's wake-up passes them:
 - `timer.claimed`: the timer's claim script returned (members out of the
@@ -26,7 +27,7 @@ from worker.run_worker import main as run_worker
 from worker.tasks import _worker_app
 
 HANDOFF = wf.workflow(
-    "handoff-test", on="handoff.go", steps=[wf.wait("nap", "PT2S"), wf.ret("done")]
+    "handoff-test", on="handoff.go", steps=[wf.wait("nap", "PT5S"), wf.ret("done")]
 )
 
 
@@ -36,7 +37,11 @@ def _due_steps(raw: list[Any]) -> bool:
 
 
 def _die_if_first() -> None:
+    """SIGKILL this process if no worker of the test died yet, once the test
+    armed the kill (every run waits for its timer: no other job is in flight)."""
     marks = os.environ["HANDOFF_MARKS"]
+    if not os.path.exists(marks + ".armed"):
+        return
     try:
         os.close(os.open(marks + ".killed", os.O_CREAT | os.O_EXCL))
     except FileExistsError:

@@ -60,6 +60,15 @@ def test_a_worker_killed_in_a_hand_off_leaves_no_run_to_the_sweep(
         )
         for i in range(RUNS):
             emit("handoff.go", {}, aggregate_id=f"h{i}")
+        # Armed once every run waits for its timer (due 5 s after its start):
+        # the kill then finds no other job of the worker in flight, which
+        # only the sweep (no scheduler runs here) would pick up again.
+        until(
+            lambda: sorted(r.status for r in runs(HANDOFF.name)) == ["suspended"] * RUNS,
+            timeout=60,
+            what="every run waits for its timer",
+        )
+        (tmp_path / "marks.txt.armed").touch()
         until(marks.exists, timeout=120, what=f"a worker killed at {point}")
         doomed_pid, killed_at = _kill(marks)
         (doomed,) = [w for w in workers if w.popen.pid == doomed_pid]
