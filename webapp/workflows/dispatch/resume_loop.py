@@ -41,7 +41,7 @@ log = logging.getLogger("webapp.workflows")
 
 BATCH = 100
 BLOCK_S = 1.0  # longest wait for a request; also how often the loop says it is alive
-NAMED_POLL_S = 0.05  # at start, how often to look whether the liveness key exists yet
+NAMED_POLL_S = 0.01  # at start, how often to look whether the liveness key exists yet
 
 
 def pop(r: Redis, block_s: float = BLOCK_S, holder: str | None = None) -> list[Any]:
@@ -106,6 +106,7 @@ def loop(stop: threading.Event, holder: str | None = None) -> None:
     only found, and its batch pushed back, through that key."""
     while holder is not None and heartbeat.holder() != holder and not stop.is_set():
         host.current().on_loop_turn("resume")
+        _say_alive()  # requests wait on the list for this loop, not as RQ jobs beside it
         stop.wait(NAMED_POLL_S)
     alive_until = 0.0
     outage = False
@@ -141,6 +142,13 @@ def loop(stop: threading.Event, holder: str | None = None) -> None:
                 )
                 outage = True
             stop.wait(1.0)
+
+
+def _say_alive() -> None:
+    try:
+        get_redis().set(signals.ALIVE_KEY, "1", px=signals.LOOP_ALIVE_MS)
+    except Exception as exc:  # an outage: the loop notices it once it runs
+        log.debug("resume loop not announced", extra={"error_class": type(exc).__name__})
 
 
 def _forget(r: Redis, holder: str) -> None:
