@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rq import Worker
+
 from webapp.core import embedded_redis
 from webapp.core.config import ROOT
 
@@ -33,6 +35,16 @@ def until(
         if time.monotonic() > deadline:
             raise AssertionError(f"not reached within {timeout:.0f} s: {what or pred}")
         time.sleep(every)
+
+
+def until_listening(workers: list[Proc], redis: Any, timeout: float = 120) -> None:
+    """Wait until every one of these RQ worker processes has registered with Redis."""
+    pids = {w.popen.pid for w in workers}
+    until(
+        lambda: pids <= {w.pid for w in Worker.all(connection=redis)},
+        timeout=timeout,
+        what=f"{len(workers)} workers listen",
+    )
 
 
 def app_env(

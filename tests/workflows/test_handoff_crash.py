@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rq import Worker
 
-from tests.procs import Proc, app_env, until
+from tests.procs import Proc, app_env, until, until_listening
 from tests.support.workflows import emit, runs, types
 from tests.workflows.handoff_worker import HANDOFF, POINTS
 
@@ -52,12 +51,7 @@ def test_a_worker_killed_in_a_hand_off_leaves_no_run_to_the_sweep(
     )
     workers = [_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
     try:
-        pids = {w.popen.pid for w in workers}
-        until(
-            lambda: pids <= {w.pid for w in Worker.all(connection=redis)},
-            timeout=120,
-            what="both workers listen",
-        )
+        until_listening(workers, redis)
         for i in range(RUNS):
             emit("handoff.go", {}, aggregate_id=f"h{i}")
         # Armed once every run waits for its timer (due 5 s after its start):

@@ -20,10 +20,9 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-from rq import Worker
 from sqlalchemy import func, select
 
-from tests.procs import Proc, app_env, until
+from tests.procs import Proc, app_env, until, until_listening
 from tests.support.workflows import emit, runs, types
 from tests.workflows.takeover_workflow import AHEAD, TAKEOVER
 from webapp.core import db
@@ -71,12 +70,7 @@ def _two_workers(
     )
     workers = [_worker(env, tmp_path / f"worker{i}.log") for i in range(2)]
     try:
-        pids = {w.popen.pid for w in workers}
-        until(
-            lambda: pids <= {w.pid for w in Worker.all(connection=redis)},
-            timeout=120,
-            what="both workers listen",
-        )
+        until_listening(workers, redis)
         yield workers, marks
     finally:
         for w in workers:
