@@ -102,10 +102,12 @@ def fire_due(r: Redis, now_ms: int) -> int:
     """Resume every due member we manage to claim; returns how many."""
     holder = heartbeat.holder()
     claimed, rest = claim_due(r, now_ms, holder)
-    for m in rest:
-        signals.request_resume(*signals.parse_member(m))
-    if rest and holder is not None:
-        r.srem(inflight.key(holder), *rest)
+    try:
+        for m in rest:
+            signals.request_resume(*signals.parse_member(m))
+    finally:  # enqueued, or an outage left them to the sweep: never held by a live worker
+        if rest and holder is not None:
+            r.srem(inflight.key(holder), *rest)
     return claimed
 
 

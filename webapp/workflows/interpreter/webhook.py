@@ -57,9 +57,14 @@ def secret(name: str) -> str:
     return str(value)
 
 
-def _request(step: SendWebhook, ctx: RunContext) -> httpx.Request:
+def _httpx() -> Any:
+    """httpx, imported when a webhook is first sent (a `flask ...` command never pays for it)."""
     import httpx
 
+    return httpx
+
+
+def _request(step: SendWebhook, ctx: RunContext) -> httpx.Request:
     headers = {str(k): str(v) for k, v in (resolve(step.headers, ctx) or {}).items()}
     body = resolve(step.body, ctx)
     content = None if body is None else json.dumps(body).encode()
@@ -70,15 +75,15 @@ def _request(step: SendWebhook, ctx: RunContext) -> httpx.Request:
             headers["Authorization"] = f"Bearer {secret(step.auth['bearer'])}"
         else:
             headers[step.auth["header"]] = secret(step.auth["secret"])
-    return httpx.Request(step.method, str(resolve(step.url, ctx)), headers=headers, content=content)
+    return _httpx().Request(
+        step.method, str(resolve(step.url, ctx)), headers=headers, content=content
+    )
 
 
 def _send_once(client: httpx.Client, request: httpx.Request) -> dict[str, Any]:
-    import httpx
-
     try:
         resp = client.send(request)
-    except httpx.TransportError as exc:
+    except _httpx().TransportError as exc:
         raise _Transient(f"webhook unreachable: {type(exc).__name__}") from None
     if resp.status_code >= 500:
         raise _Transient(f"webhook answered {resp.status_code}")
@@ -93,8 +98,6 @@ def _send_once(client: httpx.Client, request: httpx.Request) -> dict[str, Any]:
 
 @runs(SendWebhook)
 def send_webhook(step: SendWebhook, ctx: RunContext, conn: Connection | None) -> Any:
-    import httpx
-
     request = _request(step, ctx)
     retrying = Retrying(
         retry=retry_if_exception_type(_Transient),
@@ -106,7 +109,9 @@ def send_webhook(step: SendWebhook, ctx: RunContext, conn: Connection | None) ->
         ),
         reraise=True,
     )
-    with httpx.Client(timeout=step.timeout, follow_redirects=False, transport=_transport) as client:
+    with _httpx().Client(
+        timeout=step.timeout, follow_redirects=False, transport=_transport
+    ) as client:
         for attempt in retrying:
             with attempt:
                 return _send_once(client, request)
