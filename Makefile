@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck bench bench-anchors bench-history install clean
+.PHONY: run test lint typecheck bench bench-anchors bench-history bench-scaling soak install clean
 
 # DBOS for `make bench-anchors` only, in a venv of its own (never the product's).
 DBOS_VERSION ?= 3.4.0
@@ -65,6 +65,7 @@ test: $(DEV_STAMP) lint typecheck
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench.workflows
+	$(BIN)/python -m bench.messages
 	$(BIN)/python -m bench.web
 	$(BIN)/python -m bench.metrics_web
 	$(BIN)/python -m bench.admin
@@ -73,6 +74,12 @@ bench: $(DEV_STAMP)
 # point 8; several minutes per backend). Not part of `make bench` or `make test`.
 bench-history: $(DEV_STAMP)
 	$(BIN)/python -m bench.history
+
+# Database connections held per process (web, worker, scheduler) idle and under load,
+# and runs/s and event -> resume with 1, 2 and 4 workers (BENCH_SCALING_WORKERS); about
+# two minutes. Not part of `make bench` or `make test`.
+bench-scaling: $(DEV_STAMP)
+	$(BIN)/python -m bench.scaling
 
 $(DBOS_STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -88,3 +95,8 @@ bench-anchors: $(DEV_STAMP) $(DBOS_STAMP)
 
 clean:
 	rm -rf $(VENV) $(DBOS_VENV) .mypy_cache .ruff_cache .pytest_cache
+
+# One hour of the whole product under load, with a worker and the scheduler killed
+# every ten minutes (docs/operations.md, "Soak"). Not part of `make test`.
+soak: $(DEV_STAMP)
+	$(BIN)/python -m bench.soak

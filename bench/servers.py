@@ -27,9 +27,10 @@ def free_port() -> int:
 
 
 def start_gunicorn(
-    target: str, ready_path: str, env: dict[str, str], log: Path
+    target: str, ready_path: str, env: dict[str, str], log: Path, timeout: float = 60
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """`gunicorn --workers 2 --threads 4 target` on a free port, once it answers."""
+    """`gunicorn --workers 2 --threads 4 target` on a free port, once it answers
+    (within `timeout` seconds)."""
     port = free_port()
     cmd = [
         sys.executable,
@@ -48,7 +49,7 @@ def start_gunicorn(
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"gunicorn exited:\n{log.read_text()[-3000:]}")

@@ -156,7 +156,7 @@ def in_process(
 
 def measure(db_url: str, redis_url: str, instance: Path) -> dict[str, Any]:
     from webapp.core import db
-    from webapp.workflows.engine import continuation
+    from webapp.workflows.engine import resume
 
     with in_process(db_url, redis_url, instance, THREE_STEP, AWAIT) as burst:
         counting = Counting([db.get_engine()])  # the readers share its pool and events
@@ -185,7 +185,7 @@ def measure(db_url: str, redis_url: str, instance: Path) -> dict[str, Any]:
         assert len(due) == RUNS, f"{len(due)} of {RUNS} waits woke"
         counting.n.clear()
         for request in due:  # as a resume loop takes them, one by one
-            continuation.resume_requests([request])
+            resume.resume_requests([request])
         _until(lambda: _count(AWAIT.name, "completed") >= RUNS, burst, counting)
         out["resumed"] = counting.per_run(RUNS)
     return out

@@ -9,7 +9,9 @@ dropped), then measures:
 - rq_noop_jobs_per_s: no-op RQ jobs through the same workers (the baseline)
 - event_resume_ms: awaited event appended -> step.resumed, p50/p95/p99
 - timer_lateness_ms: a 5 s wait's step.resumed minus its wakeAt, p50/p95
-- backlog_10k_drain_s: 10,000 due runs in one tenant drained to completion
+- backlog_10k_drain_s: 10,000 due runs in one tenant drained to completion,
+  and as a ratio of its runs/s to raw single-row commits/s measured in the
+  same run (`bench.common.raw_commits_per_s`: the hardware's baseline)
 - sigkill_continue_s: the worker executing a step is SIGKILLed; seconds until
   the run completes on the other worker (the dead holder's liveness key gone,
   or its lease expired). BENCH_SIGKILLS times (a fresh worker replaces the
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import webapp.workflows as wf
-from bench.common import services, write_result
+from bench.common import raw_commits_per_s, services, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
@@ -476,6 +478,7 @@ def main() -> dict[str, Any]:
         resume = bench.event_resume_ms()
         late = bench.timer_lateness_ms()
         backlog = bench.backlog_drain_s() if BACKLOG else float("nan")
+        raw = raw_commits_per_s(db_url)  # the drain's baseline, in the same run
         crash = bench.sigkill_continue_s()
         flushed = bench.flush_timer_late_s()
         result = {
@@ -497,6 +500,8 @@ def main() -> dict[str, Any]:
             "timer_lateness_ms": {"p50": pct(late, 50), "p95": pct(late, 95), "n": len(late)},
             "backlog_10k_drain_s": round(backlog, 1),
             "backlog_runs": BACKLOG,
+            "raw_commits_per_s": round(raw),
+            "drain_to_raw_commits": round(BACKLOG / backlog / raw, 3),
             "sigkill_continue_s": round(max(crash), 1),
             "sigkill_continue_samples_s": [round(c, 2) for c in crash],
             "flush_timer_late_s": round(flushed, 1),
@@ -538,6 +543,12 @@ def print_table(r: dict[str, Any]) -> None:
     if "idle_worker_cpu_pct" in r:
         print(f"{'idle worker CPU % of core':<26} {r['idle_worker_cpu_pct']}")
     print(f"{'ratio runs / noop jobs':<26} {r['runs_to_noop_ratio']}")
+    if "drain_to_raw_commits" in r:
+        print(
+            f"{'drain vs raw commits':<26} {r['drain_to_raw_commits']}"
+            f" ({r['backlog_runs'] / r['backlog_10k_drain_s']:.0f} runs/s against"
+            f" {r['raw_commits_per_s']} single-row commits/s)"
+        )
     _ = statistics
 
 

@@ -58,6 +58,7 @@ class Request:
     method: str = "GET"
     headers: Mapping[str, str] | None = None
     body: str = ""
+    lua: str = ""  # more Lua, e.g. a `request` function that makes each body anew
 
 
 @dataclass(frozen=True)
@@ -89,10 +90,12 @@ def script(req: Request) -> str:
         lines.append(f"wrk.body = {_lua_string(req.body)}")
     for name, value in (req.headers or {}).items():
         lines.append(f"wrk.headers[ {_lua_string(name)} ] = {_lua_string(value)}")
-    return "\n".join(lines) + "\n" + _DONE
+    return "\n".join(lines) + "\n" + req.lua + "\n" + _DONE
 
 
-def run(req: Request, seconds: float = SECONDS) -> Figures:
+def run(
+    req: Request, seconds: float = SECONDS, threads: int = THREADS, connections: int = CONNECTIONS
+) -> Figures:
     """One wrk run of `seconds` against `req` (keep-alive connections)."""
     wrk = executable()
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
@@ -102,8 +105,8 @@ def run(req: Request, seconds: float = SECONDS) -> Figures:
         out = subprocess.run(
             [
                 wrk,
-                f"-t{THREADS}",
-                f"-c{CONNECTIONS}",
+                f"-t{threads}",
+                f"-c{connections}",
                 f"-d{seconds:g}s",
                 "--timeout",
                 "10s",

@@ -48,8 +48,72 @@
     form.requestSubmit();
   }
 
+  // Passkey autofill (WebAuthn conditional mediation). On a page whose
+  // passkey form is marked `data-passkey-autofill` (/login), a request started
+  // at load lets the browser offer this site's passkeys in the autofill of the
+  // field marked autocomplete="username webauthn", where the browser supports
+  // it (isConditionalMediationAvailable). Choosing one submits that form as
+  // its button would, with `mediation=conditional` (its options and answer
+  // use the autofill challenge). A browser runs one WebAuthn request at a
+  // time: the button aborts the autofill request before it asks.
+  var autofill = null; // the AbortController of the pending autofill request
+  var autofillStarted = false; // once per page load
+
+  function stopAutofill() {
+    if (autofill) {
+      autofill.abort();
+      autofill = null;
+    }
+  }
+
+  function startAutofill() {
+    var form = document.querySelector("form[data-passkey-autofill]");
+    if (!form || !supported || autofillStarted || !PublicKeyCredential.isConditionalMediationAvailable) {
+      return;
+    }
+    autofillStarted = true;
+    var controller = new AbortController();
+    autofill = controller;
+    PublicKeyCredential.isConditionalMediationAvailable()
+      .then(function (available) {
+        if (!available) throw new Error("no passkey autofill here");
+        var body = new FormData(form);
+        body.set("mediation", "conditional");
+        return fetch(form.getAttribute("data-options"), {
+          method: "POST",
+          body: body,
+          headers: { "X-CSRFToken": csrfToken() },
+          credentials: "same-origin",
+          signal: controller.signal,
+        });
+      })
+      .then(function (resp) {
+        if (!resp.ok) throw new Error("options refused");
+        return resp.json();
+      })
+      .then(function (options) {
+        return navigator.credentials.get({
+          mediation: "conditional",
+          publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options),
+          signal: controller.signal,
+        });
+      })
+      .then(function (credential) {
+        if (autofill !== controller || !credential) return;
+        autofill = null;
+        form.elements.mediation.value = "conditional";
+        submitWith(form, credential.toJSON(), "");
+      })
+      .catch(function () {
+        // Aborted by the button, unavailable, or refused: the button still works.
+        if (autofill === controller) autofill = null;
+      });
+  }
+
   function ask(form) {
     var creating = form.getAttribute("data-passkey") === "create";
+    stopAutofill();
+    if (form.elements.mediation) form.elements.mediation.value = "";
     form.setAttribute("aria-busy", "true");
     fetch(form.getAttribute("data-options"), {
       method: "POST",
@@ -100,7 +164,12 @@
     true
   );
 
-  document.addEventListener("DOMContentLoaded", reveal);
+  function ready() {
+    reveal();
+    startAutofill();
+  }
+
+  document.addEventListener("DOMContentLoaded", ready);
   document.addEventListener("htmx:afterSettle", reveal); // a section swapped in
-  if (document.readyState !== "loading") reveal();
+  if (document.readyState !== "loading") ready();
 })();

@@ -51,7 +51,8 @@ RUN = ("python", "sh")
 # jinja: template fragments, shown only; the macros they use are pinned by
 # tests/accounts/test_forms.py and the browser tests. yaml: Prometheus
 # configuration; the alert rules are checked by tests/metrics/test_monitoring_docs.py.
-SHOWN = ("console", "text", "jinja", "yaml")
+# ini: PgBouncer's configuration; tests/test_pgbouncer.py runs a PgBouncer with it.
+SHOWN = ("console", "text", "jinja", "yaml", "ini")
 FENCE = re.compile(r"^(\s*)```(.*)$")
 FLASK = (["flask", "--app", "wsgi"], [".venv/bin/flask", "--app", "wsgi"])
 # Shell blocks that are not flask commands, by a text they contain: the test
@@ -60,6 +61,10 @@ RUN_ELSEWHERE = {
     "openssl dgst": (
         "tests/workflows/test_cli_hooks_cron.py",
         "test_the_docs_openssl_curl_example_signs_a_request_we_accept",
+    ),
+    "$API/api/v1/": (
+        "tests/api/test_api_docs.py",
+        "test_the_curl_examples_run_against_a_live_server",
     ),
 }
 

@@ -30,5 +30,13 @@ def test_the_tool_traces_a_real_resume():
     first = out.splitlines()[0]
     assert first.startswith("webapp.workflows: ") and "modules visited" in first
     visited = int(first.split(": ")[1].split()[0])
+    returns = int(first.split(", ")[1].split()[0])
     assert visited > 1
-    assert "webapp.workflows.engine.claims" in out  # the one claim writer is on the path
+    # The shape a resume keeps: a module per concept on its path (it was 25
+    # modules and 67 returns before the engine was cut by concept; 20 and 44
+    # counting the control flow only).
+    assert visited <= 13 and returns <= 35, first
+    (flow,) = [line for line in out.splitlines() if line.startswith("control flow:")]
+    flow_visited, flow_returns = (int(part.split()[0]) for part in flow[17:].split(", "))
+    assert flow_visited <= 11 and flow_returns <= 20, flow
+    assert "webapp.workflows.engine.resume" in out  # the one claim writer is on the path

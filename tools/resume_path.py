@@ -1,5 +1,5 @@
 """Which modules one resume passes through: a run waits for an event, the
-event arrives, and the resume is traced from `continuation.resume_many` (the
+event arrives, and the resume is traced from `resume.resume_many` (the
 entry every resume takes: the resume loop, the resume-run job, the drain) to
 its return, which is after the run's next commit.
 
@@ -8,7 +8,9 @@ its return, which is after the run's next commit.
 
 Counts the modules of `webapp.workflows` the resume enters (`visited`) and how
 often it comes back into a module it had left (`returns`); the same for every
-module of `webapp` beside them. Runs on the test harness (SQLite in a temporary
+module of `webapp` beside them; and the engine's count once more without the
+definition package and generated methods (`__init__`, `__eq__` ...): reading a
+workflow's definition or building a value is not following the control flow. Runs on the test harness (SQLite in a temporary
 folder, no Redis), so it needs nothing running.
 """
 
@@ -23,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import webapp.workflows as wf  # noqa: E402
-from webapp.workflows.engine import continuation  # noqa: E402
+from webapp.workflows.engine import resume  # noqa: E402
 from webapp.workflows.testing import WorkflowTest  # noqa: E402
 
 FLOW = wf.workflow(
@@ -59,15 +61,16 @@ def counts(modules: list[str]) -> tuple[int, int]:
     return len(seen), returns
 
 
-def trace(fn: Callable[[], Any], prefix: str) -> list[str]:
-    """The module (under `prefix`) of every Python call while `fn` runs."""
-    calls: list[str] = []
+def trace(fn: Callable[[], Any], prefix: str) -> list[tuple[str, str]]:
+    """(module, function) of every Python call while `fn` runs, for the
+    modules under `prefix`."""
+    calls: list[tuple[str, str]] = []
 
     def profile(frame: FrameType, event: str, _arg: Any) -> None:
         if event == "call":
             name = frame.f_globals.get("__name__", "")
             if name.startswith(prefix):
-                calls.append(name)
+                calls.append((name, frame.f_code.co_name))
 
     sys.setprofile(profile)
     try:
@@ -78,8 +81,8 @@ def trace(fn: Callable[[], Any], prefix: str) -> list[str]:
 
 
 def main() -> None:
-    traced: dict[str, list[str]] = {}
-    original = continuation.resume_many
+    traced: dict[str, list[tuple[str, str]]] = {}
+    original = resume.resume_many
 
     def resume_many(*args: Any, **kwargs: Any) -> Any:
         out: Any = None
@@ -94,18 +97,31 @@ def main() -> None:
             go()
         return out
 
-    continuation.resume_many = resume_many  # type: ignore[assignment]
+    resume.resume_many = resume_many  # type: ignore[assignment]
     with WorkflowTest(FLOW) as t:
         t.publish("path.started", "thing/p1")
         t.publish("path.answered", "answer/a1", {"ref": "p1"})
         (run,) = t.runs()
         assert run.status == "completed", run.status
-    calls = traced["webapp"]
+    calls = [m for m, _ in traced["webapp"]]
+    functions = [f for _, f in traced["webapp"]]
     engine = [m for m in calls if m.startswith("webapp.workflows.")]
     v, r = counts(engine)
     print(f"webapp.workflows: {v} modules visited, {r} returns to a module already left")
     v_all, r_all = counts(calls)
     print(f"all of webapp:    {v_all} modules visited, {r_all} returns to a module already left")
+    flow = [
+        m
+        for m, fn in zip(calls, functions, strict=True)
+        if m.startswith("webapp.workflows.")
+        and not m.startswith("webapp.workflows.definition.")
+        and not fn.startswith("__")
+    ]
+    v_flow, r_flow = counts(flow)
+    print(
+        f"control flow:     {v_flow} modules visited, {r_flow} returns to a module already left"
+        " (webapp.workflows without its definitions and generated methods)"
+    )
     if "--trace" in sys.argv:
         previous = None
         for m in calls:

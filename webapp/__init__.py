@@ -9,16 +9,17 @@ from typing import Any
 
 from flask import Flask, has_request_context, request
 from htmx_flask import Htmx
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
 from webapp import app_modules, cli, features, tracing
-from webapp.core import db, logs, security, static_files
+from webapp.core import db, logs, security, static_files, writable
 from webapp.core.config import ROOT, Config
 from webapp.core.sqlite_setup import SqliteTuning
 from webapp.eventstore import projections
 from webapp.health import liveness, readiness
 from webapp.jobs.queue import request_dispatch
 from webapp.metrics import engine as engine_metrics
+from webapp.metrics import instruments
 from webapp.metrics import web as metrics
 from webapp.ui import forms, home
 from webapp.workflows import host as workflow_host
@@ -56,10 +57,13 @@ def create_app(config: Config | None = None) -> Flask:
             extra={"base_url": config.base_url},
         )
     engine = db.init_engine(
-        config.database_url, SqliteTuning(config.sqlite_cache_mb, config.sqlite_mmap_mb)
+        config.database_url,
+        SqliteTuning(config.sqlite_cache_mb, config.sqlite_mmap_mb),
+        config.database_pooling,
     )
     # After any commit that appended events: one (deduplicated) projection dispatch.
     db.on_after_commit(request_dispatch)
+    writable.on_refused(_count_refused)
 
     Htmx(app)
     security.init_app(app)  # before any feature, so none depends on the order
@@ -92,6 +96,10 @@ def create_app(config: Config | None = None) -> Flask:
     return app
 
 
+def _count_refused(condition: str) -> None:
+    instruments.DATABASE_WRITES_REFUSED.labels(condition).inc()
+
+
 def serves_pages() -> bool:
     """Whether this process is a web server's: gunicorn (`make run`, the
     Procfile) puts SERVER_SOFTWARE in its environment before its workers build
@@ -115,8 +123,12 @@ def _mount_projections() -> None:
     `now` starts from when it was mounted, not from its first dispatch."""
     try:
         projections.ensure_cursors()
-    except (OperationalError, ProgrammingError):
-        log.info("projection cursors not created: database not migrated yet")
+    except (OperationalError, ProgrammingError) as exc:
+        if writable.refusal(exc) is None:
+            log.info("projection cursors not created: database not migrated yet")
+    except DBAPIError as exc:  # read-only PostgreSQL: start anyway, reads work
+        if writable.refusal(exc) is None:
+            raise
 
 
 def request_id() -> str:

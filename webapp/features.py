@@ -6,7 +6,18 @@ from flask import Flask
 
 
 def init_app(app: Flask) -> None:
-    from webapp import accounts, admin, devices, mail, privacy, profile, workflows
+    from webapp import (
+        accounts,
+        admin,
+        api,
+        backup,
+        devices,
+        live,
+        mail,
+        privacy,
+        profile,
+        workflows,
+    )
     from webapp.mail import outbox
 
     mail.init_app(app)
@@ -17,3 +28,6 @@ def init_app(app: Flask) -> None:
     workflows.init_app(app)
     privacy.init_app(app)
     admin.init_app(app)
+    api.init_app(app)
+    backup.init_app(app)
+    live.init_app(app)

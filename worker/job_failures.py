@@ -6,6 +6,11 @@ exception handlers of the worker, see run_worker):
   of waiting for the next sweep; at most `MAX_INFRA_RETRIES` times, after at
   most `OUTAGE_WAIT_S` of waiting. A stop ends the wait: the job goes back to
   the queue for another worker (or, with Redis down too, is left to the sweep).
+- The database refused the job's write (its disk is full, or it is read-only:
+  `webapp.core.writable`): it answers, so there is nothing to wait for but
+  time; the job is retried after 5 s, 10 s, 20 s ... (at most a minute), up
+  to `MAX_INFRA_RETRIES` times, then fails as usual and the sweeps redo its
+  work once the database takes writes (nothing it did was committed).
 - The worker was stopped cold (a second signal, more than a second after the
   first: RQ raises SystemExit in the job in hand): the job goes back to the
   queue under its id, for another worker, instead of being recorded as failed.
@@ -20,12 +25,15 @@ from types import TracebackType
 
 from rq.job import Job
 
+from webapp.core import writable
 from worker.resilience import Outage, database_answers, is_infra_error, redis_answers, wait_until
 
 log = logging.getLogger(__name__)
 
 MAX_INFRA_RETRIES = 20  # per job; each retry only once the services answer again
 OUTAGE_WAIT_S = 600.0  # a job waits this long for the services, then fails as usual
+REFUSED_FIRST_S = 5.0  # a refused write: the first wait, doubled per retry ...
+REFUSED_MAX_S = 60.0  # ... up to this
 
 Handler = Callable[[Job, type[BaseException], BaseException, TracebackType | None], bool]
 
@@ -60,11 +68,17 @@ class JobFailures:
         if retries >= MAX_INFRA_RETRIES:
             return True
         self.outage.failed(exc)
-        back = wait_until(
-            lambda: database_answers() and redis_answers(job.connection),
-            self.stop,
-            deadline_s=OUTAGE_WAIT_S,
-        )
+        if writable.refusal(exc):
+            # It answers but refuses writes: only time helps (space freed, the
+            # file or the database made writable again).
+            self.stop.wait(min(REFUSED_MAX_S, REFUSED_FIRST_S * 2**retries))
+            back = not self.stop.is_set() and redis_answers(job.connection)
+        else:
+            back = wait_until(
+                lambda: database_answers() and redis_answers(job.connection),
+                self.stop,
+                deadline_s=OUTAGE_WAIT_S,
+            )
         job.meta["infra_retries"] = retries + 1
         if back:
             self.outage.ok()

@@ -45,7 +45,7 @@ from webapp.core.logs import routine_level, setup
 from webapp.core.redis_conn import worker_client
 from webapp.health import liveness
 from webapp.jobs.queue import QUEUES
-from webapp.workflows.dispatch import holders
+from webapp.workflows.dispatch import holders, pg_wake
 from webapp.workflows.dispatch import resume_loop as resumer
 from webapp.workflows.dispatch import timer_loop as timer
 from worker.job_failures import JobFailures
@@ -227,6 +227,10 @@ def main() -> None:
         timer.start_thread(app, stop)[1],
         resumer.start_thread(app, stop, holder=name)[1],
     ]
+    # On PostgreSQL a listener beside them takes the wake-ups that commits
+    # send by NOTIFY, with no Redis hop (webapp.workflows.dispatch.pg_wake).
+    if (listener := pg_wake.start_thread(app, stop)) is not None:
+        threads.append(listener)
     liveness.start(cfg, "worker")  # WORKER_HEALTH_PORT, when set: the two loops above
     try:
         with app.app_context():

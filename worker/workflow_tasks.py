@@ -9,8 +9,8 @@ from webapp.core import clock, db
 from webapp.core.redis_conn import get_redis
 from webapp.workflows.dispatch import holders, inflight, signals
 from webapp.workflows.dispatch.drain import drain as drain_due
-from webapp.workflows.engine import continuation
-from webapp.workflows.engine.resume_rules import ResumeResult
+from webapp.workflows.engine import resume
+from webapp.workflows.engine.resume import ResumeResult
 from webapp.workflows.store import queries
 from worker.tasks import in_app
 
@@ -21,7 +21,7 @@ EARLY_SLACK_S = 2.0
 
 @in_app
 def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
-    tenant_id, run_id, step_index = continuation.validate_request(tenant_id, run_id, step_index)
+    tenant_id, run_id, step_index = resume.validate_request(tenant_id, run_id, step_index)
     with db.reading() as conn:
         wake_at = queries.pending_wake_at(conn, tenant_id, run_id, step_index)
     if wake_at is None:
@@ -32,7 +32,7 @@ def resume_run(tenant_id: str, run_id: str, step_index: int) -> str:
     if early > 0:
         time.sleep(early)
     with inflight.tracked([signals.member(tenant_id, run_id, step_index)]):
-        return continuation.resume_run(tenant_id, run_id, step_index)
+        return resume.resume_run(tenant_id, run_id, step_index)
 
 
 @in_app
@@ -42,7 +42,7 @@ def advance(tenant_id: str, run_id: str, holder: str | None = None) -> str:
     if this process still finds the holder dead and the lease still missed
     its renewals (both checked again here: the holder may have come back)."""
     dead = holders.confirmed_dead(get_redis(), holder) if holder is not None else frozenset()
-    return continuation.advance(tenant_id, run_id, dead)
+    return resume.advance(tenant_id, run_id, dead)
 
 
 @in_app
@@ -56,10 +56,10 @@ def advance_many(tenant_id: str, run_ids: list[str]) -> dict[str, str]:
     of the lease: kept in flight until it commits, should this worker die)."""
     members = [signals.member(tenant_id, r, signals.ADVANCE_STEP) for r in run_ids]
     with inflight.tracked(members):
-        return continuation.advance_many(tenant_id, run_ids)
+        return resume.advance_many(tenant_id, run_ids)
 
 
 @in_app
 def continue_run(tenant_id: str, run_id: str, token: str) -> str:
     """The resume loop's hand-off: run on under the lease its claim took."""
-    return continuation.continue_leased(tenant_id, run_id, token)
+    return resume.continue_leased(tenant_id, run_id, token)

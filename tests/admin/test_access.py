@@ -45,6 +45,9 @@ ROUTES = {
     "admin.retry_mail": [("POST", "/admin/queues/mails/1/retry")],
     "admin.retry_all_mails": [("POST", "/admin/queues/mails/retry-all")],
     "admin.accounts": [("GET", "/admin/accounts"), ("GET", "/admin/accounts?email=a@b.c")],
+    "admin.api_tokens": [("GET", "/admin/api-tokens")],
+    "admin.create_api_token": [("POST", "/admin/api-tokens")],
+    "admin.revoke_api_token": [("POST", f"/admin/api-tokens/{RUN}/revoke")],
 }
 ALL = [(m, u) for urls in ROUTES.values() for m, u in urls]
 # Not routes, but must not tell a stranger anything either: a wrong method (405),

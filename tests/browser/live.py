@@ -17,11 +17,21 @@ from typing import Any
 from werkzeug.serving import make_server
 
 
-def buffered(app: Callable[..., Iterable[bytes]]) -> Callable[..., list[bytes]]:
-    """`app` as a WSGI app whose body is a list, its iterator already closed."""
+def buffered(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    """`app` as a WSGI app whose body is a list, its iterator already closed;
+    only a stream of server-sent events is passed on as it comes."""
 
-    def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        body = app(environ, start_response)
+    def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        streamed: list[bool] = []
+
+        def start(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+            kinds = [v for k, v in headers if k.lower() == "content-type"]
+            streamed.append(bool(kinds) and kinds[0].startswith("text/event-stream"))
+            return start_response(status, headers, *exc)
+
+        body = app(environ, start)
+        if streamed and streamed[0]:
+            return body  # server-sent events go out as they come (the server closes it)
         try:
             return [b"".join(body)]
         finally:

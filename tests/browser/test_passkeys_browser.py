@@ -35,8 +35,18 @@ def site(app: Any) -> Iterator[str]:
         yield base
 
 
-def virtual_authenticator(page: Any) -> tuple[Any, str]:
-    """A platform authenticator for this page: the CDP session and its id."""
+# Chromium's virtual authenticator answers a conditional (autofill) request at
+# once, with nobody choosing, so /login would sign in by itself. The tests of
+# the button run as a browser without passkey autofill (as Firefox before 119);
+# test_passkey_autofill_browser.py has the autofill.
+NO_AUTOFILL = "PublicKeyCredential.isConditionalMediationAvailable = () => Promise.resolve(false);"
+
+
+def virtual_authenticator(page: Any, autofill: bool = False) -> tuple[Any, str]:
+    """A platform authenticator for this page: the CDP session and its id.
+    `autofill`: the browser offers passkeys in autofill (else it says it cannot)."""
+    if not autofill:
+        page.add_init_script(NO_AUTOFILL)
     cdp = page.context.new_cdp_session(page)
     cdp.send("WebAuthn.enable")
     added = cdp.send(

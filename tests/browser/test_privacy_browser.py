@@ -17,7 +17,9 @@ from playwright.sync_api import expect
 from tests.browser import flows
 from tests.browser.flows import section
 from tests.support.accounts import PASSWORD, user_row
+from tests.support.workflows import run_events, runs
 from webapp.accounts import language
+from webapp.eventstore import projections
 
 pytestmark = pytest.mark.browser
 
@@ -184,3 +186,38 @@ def test_signed_out_deletion_by_link_reuse_refused_then_cancel_after_sign_in(
     danger.get_by_role("button", name="Cancel deletion").click()
     flows.banner(danger, "status", "Deletion cancelled.")
     assert user_row("ada@example.com").status == "active"
+
+
+def test_export_follows_its_run_live_and_shows_the_link_without_reload(
+    page: Any, server: str, app: Any, work: Any
+) -> None:
+    flows.register_and_sign_in(page, server)
+    _open_privacy(page)
+    region = section(page, "Export your data")
+    region.get_by_role("button", name="Request data export").click()
+    expect(region.get_by_role("status")).to_have_text(TEXT["en"]["pending"])
+    flows.no_navigation_marker(page)
+    projections.run_all()  # the export's run starts; no worker has taken it yet
+    # the next poll finds the run: the section follows it from now on
+    expect(page.get_by_test_id("privacy-export-live")).to_be_attached(timeout=15_000)
+    expect(page.get_by_test_id("privacy-export")).not_to_have_attribute("hx-trigger", "every 2s")
+    page.evaluate(
+        "window.__sse = []; document.body.addEventListener('htmx:sseMessage',"
+        " e => window.__sse.push([e.detail.type, e.detail.data]))"
+    )
+    work()  # the worker builds the export, emitting its steps
+    expect(region.get_by_text(TEXT["en"]["ready"])).to_be_visible(timeout=15_000)
+    shown = page.evaluate("window.__sse")
+    progress = [data for kind, data in shown if kind == "progress"]
+    assert len(progress) == 2 and "Your data is collected." in progress[0]
+    assert "The file is written." in progress[1]
+    assert shown[-1][0] == "done"
+    expect(region.get_by_role("link", name=TEXT["en"]["download"])).to_be_visible()
+    assert flows.still_same_document(page)
+    steps = [e.payload["name"] for e in _export_run_events() if e.type == "workflow.progress"]
+    assert steps == ["export", "export"]
+
+
+def _export_run_events() -> list[Any]:
+    (run,) = runs("privacy-export")
+    return run_events(run.run_id)

@@ -4,6 +4,7 @@ nothing else is answered there."""
 
 from __future__ import annotations
 
+import pytest
 from flask import Flask
 from werkzeug.test import Client
 
@@ -32,13 +33,15 @@ def test_the_quick_answer_is_the_flask_views_answer(app: Flask, client) -> None:
     assert "frame-ancestors 'none'" in quick.headers["Content-Security-Policy"]
 
 
-def test_the_unhealthy_answer_is_the_flask_views_answer(app: Flask, client) -> None:
+@pytest.mark.parametrize("state", ["unreachable", "full", "read-only"])
+def test_the_unhealthy_answer_is_the_flask_views_answer(app: Flask, client, state) -> None:
     check = app.extensions["core.database_check"]
-    check.healthy = lambda: False  # the database did not answer (this app only)
+    check.state = lambda: state  # what the database is (this app only)
     quick = client.get("/healthz")
     flask = _flask_itself(app).get("/healthz")
     assert quick.status_code == flask.status_code == 503
     assert quick.get_data() == flask.get_data()
+    assert quick.json == {"status": "unavailable", "database": state, "version": VERSION}
     assert sorted(quick.headers.items()) == sorted(flask.headers.items())
     assert quick.headers["Retry-After"] == "5"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import webapp.workflows as wf
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import RunContext
 from webapp.workflows.engine import heartbeat as leases
 
 

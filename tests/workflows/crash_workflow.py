@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import webapp.workflows as wf
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import RunContext
 from webapp.workflows.engine import heartbeat as leases
 
 

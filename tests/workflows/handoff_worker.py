@@ -22,7 +22,7 @@ from typing import Any
 import webapp.workflows as wf
 from webapp.workflows.dispatch import resume_loop, signals, timer_loop
 from webapp.workflows.engine import heartbeat
-from webapp.workflows.store import rows
+from webapp.workflows.store import projection
 from worker.run_worker import main as run_worker
 from worker.tasks import _worker_app
 
@@ -101,7 +101,7 @@ def main() -> None:
     longer than the test may take: only the dead worker's hand-off being
     picked up can continue its runs; no scheduler runs, so no sweep either)."""
     heartbeat.LEASE = timedelta(seconds=float(os.environ["HANDOFF_LEASE_S"]))
-    rows.START_GRACE = heartbeat.LEASE
+    projection.START_GRACE = heartbeat.LEASE
     POINTS[os.environ["HANDOFF_KILL_AT"]]()
     _worker_app()
     wf.register(HANDOFF)

@@ -7,7 +7,7 @@ import time
 from datetime import timedelta
 
 import webapp.workflows as wf
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import RunContext
 
 
 def customer(event):

@@ -12,9 +12,9 @@ import time
 from datetime import timedelta
 
 import webapp.workflows as wf
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import RunContext
 from webapp.workflows.engine import heartbeat
-from webapp.workflows.store import rows
+from webapp.workflows.store import projection
 from worker.run_worker import main as run_worker
 from worker.tasks import _worker_app
 
@@ -40,8 +40,12 @@ def step_a(ctx: RunContext) -> str:
 
 
 def step_b(ctx: RunContext) -> str:
+    # Who hangs is decided before the mark the test waits for is written: the
+    # test kills at that mark, and a process killed between the mark and the
+    # decision would leave the hang to the survivor.
+    first = _first_to_get_here()
     _mark(ctx, "b-start")
-    if _first_to_get_here():
+    if first:
         while True:  # until the test SIGKILLs this process
             time.sleep(60)
     _mark(ctx, "b")
@@ -55,8 +59,9 @@ def step_c(ctx: RunContext) -> str:
 
 def step_pure(ctx: RunContext) -> str:
     """A pure step that ends the run: run ahead of the lease (settle ahead)."""
+    first = _first_to_get_here()  # before the mark, as in step_b
     _mark(ctx, "pure-start")
-    if _first_to_get_here():
+    if first:
         while True:  # until the test SIGKILLs this process
             time.sleep(60)
     return "pure"
@@ -87,7 +92,7 @@ def main() -> None:
     may take, so only a takeover can continue the killed worker's run), the
     workflows, the worker."""
     heartbeat.LEASE = timedelta(seconds=float(os.environ["TAKEOVER_LEASE_S"]))
-    rows.START_GRACE = heartbeat.LEASE  # a new run nobody leased is not re-dispatched either
+    projection.START_GRACE = heartbeat.LEASE  # a new run nobody leased is not re-dispatched either
     _worker_app()
     wf.register(TAKEOVER)
     wf.register(AHEAD)

@@ -12,9 +12,9 @@ import webapp.workflows as wf
 from tests.support.workflows import emit, pending, runs
 from webapp.core import db
 from webapp.eventstore.tables import events as events_table
-from webapp.workflows.engine import continuation
-from webapp.workflows.store import rows
+from webapp.workflows.engine import resume
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import tables
 
 RUNNING_FROM = (ev.RUN_STARTED, ev.STEP_RESUMED, ev.RUN_RETRIED)
 RUNNING_UNTIL = (*ev.SUSPENSIONS, *ev.SETTLING)
@@ -93,7 +93,7 @@ def test_a_resume_without_a_free_slot_waits_for_one(use_workflow, work):
     for n in range(3):
         emit("fetch.ready", {"n": n}, f"x{n}")  # all three are due now
     first, second = by_n()[0], by_n()[1]
-    done = continuation.resume_many("default", [(first.run_id, 0), (second.run_id, 0)])
+    done = resume.resume_many("default", [(first.run_id, 0), (second.run_id, 0)])
     # one slot: one of the two resumes, the other waits for it
     assert sorted(done.values()) == ["no-slot", "resumed"]
     work()  # the first completed and released the second's row; the third's resume comes
@@ -121,9 +121,9 @@ def test_a_held_row_is_not_due_until_a_slot_frees(use_workflow, work):
             else "UPDATE workflow_runs SET status = 'running' WHERE run_id = %s",
             (zero.run_id,),
         )
-    done = continuation.resume_many("default", [(one.run_id, 0)])
+    done = resume.resume_many("default", [(one.run_id, 0)])
     assert done[(one.run_id, 0)] == "no-slot"
     rows_now = {(p.run_id, p.step_index): p.wake_at for p in pending()}
-    assert rows_now[(one.run_id, 0)] == rows.SLOT_WAIT
-    assert continuation.resume_many("default", [(one.run_id, 0)])[(one.run_id, 0)] != "resumed"
+    assert rows_now[(one.run_id, 0)] == tables.SLOT_WAIT
+    assert resume.resume_many("default", [(one.run_id, 0)])[(one.run_id, 0)] != "resumed"
     assert Counter(r.status for r in runs("fetch"))["completed"] == 0

@@ -17,7 +17,7 @@ from webapp.eventstore import ANY, NewEvent, StreamId, append
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows import operations as ops
 from webapp.workflows.dispatch import drain as drains
-from webapp.workflows.engine import continuation
+from webapp.workflows.engine import resume
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending
 from webapp.workflows.triggers import start as trigger
@@ -35,7 +35,7 @@ def _start(d: Any, count: int, tag: str) -> list[str]:
             assert run_id is not None
             ids.append(run_id)
     for run_id in ids:
-        continuation.advance("default", run_id)
+        resume.advance("default", run_id)
     return ids
 
 
@@ -72,7 +72,7 @@ def test_one_batch_settled_changed_gone_and_resumed_rows(use_workflow, clock):
     (done,) = _start(quick, 1, "d")
     (stale,) = [dict(p._mapping) for p in pending() if p.run_id == done]
     clock.advance(61)
-    assert continuation.resume_run("default", done, 0) == "resumed"
+    assert resume.resume_run("default", done, 0) == "resumed"
     assert types(done)[-1] == "run-completed"
     with db.transaction() as conn:
         conn.execute(workflow_run_pending.insert().values(**stale))

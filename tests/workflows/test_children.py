@@ -14,7 +14,7 @@ import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, pending, run_events, runs, types
 from webapp.workflows import operations
 from webapp.workflows.dispatch import sweep
-from webapp.workflows.store import child_events
+from webapp.workflows.store import children as child_store
 from webapp.workflows.store import run_events as ev
 
 
@@ -47,7 +47,7 @@ def test_a_parent_waits_for_its_child_and_takes_its_result(use_workflow, work):
     p, c = only_run("parent"), only_run("doubler")
     assert (p.status, p.results["return"]) == ("completed", 41)
     assert c.status == "completed" and c.parent_run_id == p.run_id
-    assert c.run_id == child_events.child_run_id(p.run_id, 0, 1)  # from the parent's run and step
+    assert c.run_id == child_store.child_run_id(p.run_id, 0, 1)  # from the parent's run and step
     started = [e for e in run_events(p.run_id) if e.type == ev.CHILD_STARTED]
     assert [e.payload for e in started] == [
         {
@@ -150,7 +150,7 @@ def test_a_retry_around_the_child_starts_a_new_child_per_attempt(use_workflow, w
     children = sorted(runs("doubler"), key=lambda r: r.started_at)
     assert [c.status for c in children] == ["failed", "failed", "completed"]
     assert [c.run_id for c in children] == [
-        child_events.child_run_id(p.run_id, 0, a) for a in (1, 2, 3)
+        child_store.child_run_id(p.run_id, 0, a) for a in (1, 2, 3)
     ]
 
 

@@ -15,7 +15,7 @@ from tests.support.workflows import emit, runs
 from tests.workflows.child_crash_workflow import CHILD, PARENT
 from tests.workflows.test_crash import _until
 from webapp.core.config import ROOT
-from webapp.workflows.store import child_events
+from webapp.workflows.store import children as child_store
 
 
 def _start_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -74,7 +74,7 @@ def test_a_parent_suspended_on_its_child_survives_a_sigkill(
     assert Counter(c.parent_run_id for c in children) == Counter(dict.fromkeys(parents, 1))
     for c in children:
         p = parents[c.parent_run_id]
-        assert c.run_id == child_events.child_run_id(p.run_id, 0, 1)
+        assert c.run_id == child_store.child_run_id(p.run_id, 0, 1)
         assert p.results["return"] == c.results["return"] + 1
     marked = Counter(marks.read_text().split())
     # a step killed before its commit runs again, yet its child started once

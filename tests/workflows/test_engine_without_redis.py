@@ -19,7 +19,7 @@ from webapp.core import db
 from webapp.core.clock import FrozenClock
 from webapp.eventstore import NewEvent, StreamId, append
 from webapp.workflows.definition import catalog
-from webapp.workflows.engine import continuation
+from webapp.workflows.engine import resume
 from webapp.workflows.store import projection, runs, wake_signal
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
@@ -76,7 +76,7 @@ def test_a_run_suspends_resumes_and_completes_on_the_database_alone(
     assert not has_app_context()
     run_id = start(20)
 
-    assert continuation.advance("default", run_id) == "suspended"
+    assert resume.advance("default", run_id) == "suspended"
     row = run_row(run_id)
     assert (row.status, row.step_index, row.results["double"]) == ("suspended", 1, 40)
     wake_at = clock.now() + timedelta(hours=1)
@@ -86,11 +86,11 @@ def test_a_run_suspends_resumes_and_completes_on_the_database_alone(
         due = conn.execute(select(workflow_run_pending.c.wake_at)).scalars().all()
     assert due == [wake_at]
 
-    assert continuation.resume_run("default", run_id, 1) == "not-due"
+    assert resume.resume_run("default", run_id, 1) == "not-due"
     assert run_row(run_id).status == "suspended"
 
     clock.advance(3600)
-    assert continuation.resume_run("default", run_id, 1) == "resumed"
+    assert resume.resume_run("default", run_id, 1) == "resumed"
     row = run_row(run_id)
     assert (row.status, row.results["return"]) == ("completed", 41)
     with db.reading() as conn:
@@ -102,9 +102,9 @@ def test_without_a_listener_nothing_is_signalled_and_the_row_stays_due(
 ) -> None:
     with wake_signal.muted():
         run_id = start(1)
-        assert continuation.advance("default", run_id) == "suspended"
+        assert resume.advance("default", run_id) == "suspended"
     assert engine_only == []
     clock.advance(3600)
     # what the minute sweep does: the due row is found in the table
-    assert continuation.resume_run("default", run_id, 1) == "resumed"
+    assert resume.resume_run("default", run_id, 1) == "resumed"
     assert run_row(run_id).status == "completed"

@@ -25,7 +25,7 @@ from webapp.eventstore import head_position
 from webapp.eventstore.tables import events as events_table
 from webapp.workflows.definition.fingerprint import describe
 from webapp.workflows.dispatch import sweep
-from webapp.workflows.engine import continuation
+from webapp.workflows.engine import resume
 from webapp.workflows.engine import transient as infra
 from worker import workflow_tasks
 
@@ -228,7 +228,7 @@ def test_resume_run_validates_first_in_the_function_and_the_job(app, tenant, run
     with db.reading() as conn:
         head = head_position(conn)
     with pytest.raises(ValueError, match=message):
-        continuation.resume_run(tenant, run_id, step)
+        resume.resume_run(tenant, run_id, step)
     with pytest.raises(ValueError, match=message):
         workflow_tasks.resume_run(tenant, run_id, step)
     with db.reading() as conn:

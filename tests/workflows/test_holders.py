@@ -29,8 +29,8 @@ from webapp.eventstore import NewEvent, StreamId, append
 from webapp.eventstore.tables import events
 from webapp.workflows.dispatch import holders, inflight, job_paths, signals
 from webapp.workflows.dispatch import timer_loop as timer
-from webapp.workflows.engine import claims, heartbeat, run_loop, stops
-from webapp.workflows.engine.run_state import RunState, Stop
+from webapp.workflows.engine import heartbeat, resume, run_loop, stops
+from webapp.workflows.engine.stops import RunState, Stop
 from webapp.workflows.store import leases as store_leases
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store import runs as store_runs
@@ -93,7 +93,7 @@ def _taken_by(holder: str, run_id: str) -> RunState:
     previous = heartbeat.holder()
     heartbeat.set_holder(holder)
     try:
-        out, states = claims.take_leases("default", [run_id])
+        out, states = resume.take_leases("default", [run_id])
     finally:
         heartbeat.set_holder(previous)
     assert out[run_id] == "advanced"
@@ -176,7 +176,7 @@ def test_no_takeover_while_the_holders_key_lives(me, use_workflow, work, redis, 
     assert _queued(redis) == []
     # a takeover asked for anyway (the key came back meanwhile) is refused by the job
     assert holders.confirmed_dead(redis, "busy") == frozenset()
-    out, states = claims.take_leases("default", [run_id], dead=frozenset())
+    out, states = resume.take_leases("default", [run_id], dead=frozenset())
     assert out[run_id] == "leased" and states == []
     assert only_run("held").lease_holder == "busy"
 
@@ -192,7 +192,7 @@ def test_no_takeover_while_the_holder_still_renews(me, use_workflow, redis, cloc
     )
     timer.check_leases(redis, stop=_never())
     assert _queued(redis) == []
-    out, _ = claims.take_leases("default", [run_id], dead=frozenset({"renewing"}))
+    out, _ = resume.take_leases("default", [run_id], dead=frozenset({"renewing"}))
     assert out[run_id] == "leased"
 
 
@@ -224,7 +224,7 @@ def test_a_stalled_holder_commits_nothing_after_a_takeover(me, use_workflow, red
     )  # it stalls: no key, no renewal
     dead = holders.confirmed_dead(redis, "stalled")
     assert dead == {"stalled"}
-    out, (fresh,) = claims.take_leases("default", [run_id], dead=dead)
+    out, (fresh,) = resume.take_leases("default", [run_id], dead=dead)
     assert out[run_id] == "advanced" and fresh.token != stale.token
     assert only_run("held").lease_holder == ME
     # The stalled holder wakes up: its renewal, progress and finish are refused.

@@ -12,10 +12,10 @@ import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, pending, run_events, runs, types
 from webapp.core import db
 from webapp.workflows import pausing
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import RunContext
 from webapp.workflows.dispatch import sweep
-from webapp.workflows.engine import claims, continuation, stops
-from webapp.workflows.engine.run_state import RunResult
+from webapp.workflows.engine import resume, stops
+from webapp.workflows.engine.stops import RunResult
 from webapp.workflows.operations import OperationError
 from webapp.workflows.store import run_events as ev
 
@@ -93,7 +93,7 @@ def test_a_pause_while_the_claim_is_in_flight_stops_the_run_before_its_next_comm
     run = only_run("quick")
     clock.advance(timedelta(minutes=2))
     with db.transaction() as conn:  # the claim, without its continuation
-        (claim,) = claims.claim_due(conn, "default", [(run.run_id, 0)])[2]
+        (claim,) = resume.claim_due(conn, "default", [(run.run_id, 0)])[2]
     assert claim.state is not None and only_run("quick").status == "running"
     pausing.pause(run.run_id)
     state = claim.state
@@ -101,7 +101,7 @@ def test_a_pause_while_the_claim_is_in_flight_stops_the_run_before_its_next_comm
     stop = stops.completed(ctx, state.wf, state.token)
     assert stops.finish_many("default", [stop])[run.run_id] == RunResult.LOST
     assert only_run("quick").status == "running" and only_run("quick").paused_by == "run"
-    assert continuation.advance("default", run.run_id) == "paused"
+    assert resume.advance("default", run.run_id) == "paused"
     pausing.unpause(run.run_id)
     work()
     done = only_run("quick")

@@ -12,7 +12,7 @@ from webapp.core import db
 from webapp.workflows import operations as ops
 from webapp.workflows.dispatch import drain as drains
 from webapp.workflows.dispatch import sweep
-from webapp.workflows.engine import continuation
+from webapp.workflows.engine import resume
 from webapp.workflows.triggers import start as trigger
 
 
@@ -60,7 +60,7 @@ def test_twenty_concurrent_resumes_claim_once(app, use_workflow, work, clock):
 
     def res(_):
         with app.app_context():
-            return continuation.resume_run("default", run.run_id, 0)
+            return resume.resume_run("default", run.run_id, 0)
 
     outcomes = parallel(20, res)
     assert outcomes.count("resumed") == 1
@@ -68,7 +68,7 @@ def test_twenty_concurrent_resumes_claim_once(app, use_workflow, work, clock):
     t = types(run.run_id)
     assert t == ["run-started", "step.waiting", "step.resumed", "run-completed"]
     # a late duplicate after completion: still nothing appended
-    assert continuation.resume_run("default", run.run_id, 0) == "already-resumed"
+    assert resume.resume_run("default", run.run_id, 0) == "already-resumed"
     assert types(run.run_id)[-1] == "run-completed"
 
 
@@ -112,7 +112,7 @@ def test_backlog_drains_past_one_batch_and_in_parallel(app, use_workflow, clock)
             e = emit_in(conn, i)
             trigger.start_run(conn, d, "default", e, None)
     for r in runs("bulk"):
-        continuation.advance("default", r.run_id)
+        resume.advance("default", r.run_id)
     assert len(pending()) == total
     clock.advance(120)
 
@@ -145,7 +145,7 @@ def test_cancelled_run_never_resumes(use_workflow, work, clock):
     assert pending() == []
     clock.advance(120)
     sweep.sweep("default")
-    assert continuation.resume_run("default", run.run_id, 0) == "already-resumed"
+    assert resume.resume_run("default", run.run_id, 0) == "already-resumed"
     assert types(run.run_id) == ["run-started", "step.waiting", "run-cancelled"]
     assert only_run("c").status == "cancelled"
 

@@ -14,7 +14,7 @@ from tests.support.workflows import emit, only_run, pending, run_events, runs, t
 from webapp.jobs.queue import DISPATCH_PENDING_KEY
 from webapp.workflows.dispatch import resume_loop as resumer
 from webapp.workflows.dispatch import signals as timers
-from webapp.workflows.engine import continuation
+from webapp.workflows.engine import resume
 from webapp.workflows.store import run_events as ev
 
 
@@ -137,7 +137,7 @@ def test_due_rows_of_a_tenant_are_claimed_together(use_workflow, work, redis, cl
     clock.advance(1)
     ids = sorted(p.run_id for p in pending())
     assert len(ids) == 5
-    out = continuation.resume_many("default", [(rid, 0) for rid in ids] + [(ids[0], 3)])
+    out = resume.resume_many("default", [(rid, 0) for rid in ids] + [(ids[0], 3)])
     assert out == {**{(rid, 0): "resumed" for rid in ids}, (ids[0], 3): "already-resumed"}
     for rid in ids:
         assert types(rid) == ["run-started", "step.waiting", "step.resumed", "run-completed"]
@@ -161,16 +161,14 @@ def test_a_slow_continuation_is_handed_off_under_the_claims_lease(use_workflow, 
     run = only_run("loop-slow")
     clock.advance(1)
     handed: list[tuple[str, str, str]] = []
-    out = continuation.resume_many(
-        "default", [(run.run_id, 0)], handoff=lambda *a: handed.append(a)
-    )
+    out = resume.resume_many("default", [(run.run_id, 0)], handoff=lambda *a: handed.append(a))
     assert out == {(run.run_id, 0): "resumed"}
     (tenant, run_id, token) = handed[0]
     leased = only_run("loop-slow")
     assert (leased.status, leased.lease_token) == ("running", token)
-    assert continuation.continue_leased(tenant, run_id, token) == "completed"
+    assert resume.continue_leased(tenant, run_id, token) == "completed"
     assert only_run("loop-slow").results["return"] == 2
-    assert continuation.continue_leased(tenant, run_id, token) == "lost"  # the lease is gone
+    assert resume.continue_leased(tenant, run_id, token) == "lost"  # the lease is gone
 
 
 def test_run_events_queue_no_dispatch_unless_a_projection_reads_them(
@@ -184,7 +182,7 @@ def test_run_events_queue_no_dispatch_unless_a_projection_reads_them(
     run = only_run("loop-quiet")
     clock.advance(1)
     redis.delete(DISPATCH_PENDING_KEY)
-    assert continuation.resume_run("default", run.run_id, 0) == "resumed"
+    assert resume.resume_run("default", run.run_id, 0) == "resumed"
     assert only_run("loop-quiet").status == "completed"
     assert not redis.exists(DISPATCH_PENDING_KEY)
     # a workflow started by another's completion: now its commit queues one
@@ -201,7 +199,7 @@ def test_run_events_queue_no_dispatch_unless_a_projection_reads_them(
     clock.advance(1)
     (second,) = [p.run_id for p in pending()]
     redis.delete(DISPATCH_PENDING_KEY)
-    assert continuation.resume_run("default", second, 0) == "resumed"
+    assert resume.resume_run("default", second, 0) == "resumed"
     assert redis.exists(DISPATCH_PENDING_KEY)
     work()
     assert ev.RUN_COMPLETED in {e.type for e in run_events(second)}

@@ -12,7 +12,7 @@ import pytest
 
 import webapp.workflows as wf
 from webapp.eventstore import Event
-from webapp.workflows.engine.resume_rules import (
+from webapp.workflows.engine.resume import (
     ResumeResult,
     decide,
     decide_lease,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 
 import webapp.workflows as wf
 from tests.support.workflows import emit, only_run, pending, run_events, runs, types
@@ -15,7 +15,7 @@ from webapp.eventstore import parked
 from webapp.eventstore.tables import events as events_table
 from webapp.eventstore.tables import projection_cursors
 from webapp.workflows.dispatch import sweep
-from webapp.workflows.engine import continuation
+from webapp.workflows.engine import resume, suspensions
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import RUN_NAMESPACE
 
@@ -191,6 +191,10 @@ def test_wait_for_event_wakes_on_a_matching_event_only(use_workflow, work, clock
     work()
     run = only_run("verify")
     waiting = run_events(run.run_id)[-1]
+    with db.reading() as conn:
+        trigger_position = conn.execute(
+            select(events_table.c.position).where(events_table.c.type == "member.joined")
+        ).scalar_one()
     assert waiting.payload == {
         "stepIndex": 0,
         "eventType": "member.confirmed",
@@ -201,9 +205,11 @@ def test_wait_for_event_wakes_on_a_matching_event_only(use_workflow, work, clock
         "timeoutAt": (clock.now() + timedelta(days=1)).isoformat(),
         "workflowName": "verify",
         "definitionFingerprint": run.fingerprint,
+        "afterPosition": trigger_position,
     }
     (p,) = pending()
     assert p.wait_event_type == "member.confirmed" and p.match_expr == waiting.payload["match"]
+    assert p.after_position == waiting.payload["afterPosition"] and p.lookback_due is None
     emit("member.confirmed", {"userId": "u2"}, aggregate_id="u2")
     work()
     assert types(run.run_id) == ["run-started", "step.waiting-for-event"]
@@ -260,6 +266,47 @@ def test_event_before_wait_still_wakes_the_run(use_workflow, work, clock):
     work()
     assert only_run("late").status == "completed"
     assert only_run("late").results["return"] == {"userId": "u1"}
+
+
+def test_a_look_back_lost_with_its_process_is_done_by_the_sweep(
+    use_workflow, work, clock, monkeypatch
+):
+    """The awaited event came during a timer, and the wake-up projection passed
+    it. Then the wait committed, and its process died (or a backup was taken)
+    before any look-back ran: the row says its look-back is owed, and the
+    minute sweep does it. The look-backs are taken out here to leave the state
+    such a death leaves; the sweep runs the real one."""
+    use_workflow(
+        wf.workflow(
+            "late",
+            on="member.joined",
+            awaits={"verified": "member.confirmed"},
+            steps=[
+                wf.wait("cool-off", "PT1S"),
+                wf.wait_for_event(
+                    "got", event="verified", timeout="P1D", match=wf.match.eq("userId", "u1")
+                ),
+                wf.ret(lambda ctx: ctx["got"]),
+            ],
+        )
+    )
+    emit("member.joined", {"userId": "u1"})
+    work()
+    emit("member.confirmed", {"userId": "u1"}, aggregate_id="u1")
+    work()  # the wake-up projection's net reads it: no row waits for it yet
+    with monkeypatch.context() as m:
+        m.setattr(suspensions.pending, "look_back", lambda *a, **k: False)
+        m.setattr(suspensions.pending, "look_back_committed", lambda *a, **k: False)
+        sweep_after(clock, 2)  # the timer: the run goes on to its wait
+        work()
+    (row,) = pending()
+    assert row.lookback_due is True and row.trigger_event_ref is None
+    assert only_run("late").status == "suspended"
+    assert sweep_after(clock, 60)["looked_back"] == 1
+    work()
+    assert only_run("late").status == "completed"
+    assert only_run("late").results["return"] == {"userId": "u1"}
+    assert pending() == [] and sweep_after(clock, 60)["looked_back"] == 0
 
 
 def test_corrupt_match_expression_does_not_block_other_rows(use_workflow, work):
@@ -450,7 +497,7 @@ def test_settled_check_comes_before_the_definition_lookup(use_workflow, work, cl
     with db.transaction() as conn:  # a stale row, as a lagging replica would show it
         conn.execute(workflow_run_pending.insert().values(**stale))
     wf.unregister("three")
-    assert continuation.resume_run("default", run.run_id, 1) == "already-resumed"
+    assert resume.resume_run("default", run.run_id, 1) == "already-resumed"
     assert types(run.run_id)[-1] == "run-completed"
 
 
@@ -458,10 +505,10 @@ def test_resume_run_validates_its_input(app):
     import pytest
 
     with pytest.raises(ValueError, match="runId must be a UUID"):
-        continuation.resume_run("default", "not-a-uuid", 0)
+        resume.resume_run("default", "not-a-uuid", 0)
     with pytest.raises(ValueError, match="stepIndex must be an integer"):
-        continuation.resume_run("default", str(uuid.uuid4()), -1)
-    assert continuation.resume_run("default", str(uuid.uuid4()), 0) == "already-resumed"
+        resume.resume_run("default", str(uuid.uuid4()), -1)
+    assert resume.resume_run("default", str(uuid.uuid4()), 0) == "already-resumed"
 
 
 def test_branch_for_each_append_event_and_call(use_workflow, work):

@@ -15,9 +15,9 @@ from tests.support.workflows import emit, only_run, pending, run_events, types
 from webapp.core import db
 from webapp.workflows import operations as ops
 from webapp.workflows import pausing
-from webapp.workflows.engine import claims, continuation, settle_ahead
-from webapp.workflows.store import locks
+from webapp.workflows.engine import resume
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
 from webapp.workflows.triggers import start as trigger
 
 
@@ -50,7 +50,7 @@ def _awaiting(use_workflow: Any, name: str, after: list[Any]) -> tuple[Any, str]
         )
     )
     run_id = _started(d)
-    continuation.advance("default", run_id)
+    resume.advance("default", run_id)
     assert only_run(name).status == "suspended"
     emit("order.paid", {"amount": 5})
     (row,) = [p for p in pending() if p.run_id == run_id and p.step_index >= 0]
@@ -64,7 +64,7 @@ def test_a_resumed_quick_run_is_claimed_and_settled_in_one_transaction(use_workf
         [wf.compute("twice", lambda c: c["got"]["amount"] * 2), wf.ret(lambda c: c["twice"])],
     )
     with write_transactions() as begun:
-        out = continuation.resume_requests([("default", run_id, row.step_index)])
+        out = resume.resume_requests([("default", run_id, row.step_index)])
     assert out == {("default", run_id, row.step_index): "resumed"}
     assert len(begun) == 1
     assert types(run_id)[-2:] == ["step.resumed", "run-completed"]
@@ -87,7 +87,7 @@ def test_a_just_started_quick_run_is_leased_and_settled_in_one_transaction(use_w
     )
     run_id = _started(d)
     with write_transactions() as begun:
-        assert continuation.advance_many("default", [run_id]) == {run_id: "completed"}
+        assert resume.advance_many("default", [run_id]) == {run_id: "completed"}
     assert len(begun) == 1
     assert types(run_id) == [
         "run-started",
@@ -106,18 +106,18 @@ def test_a_failing_pure_step_run_ahead_fails_the_run_with_its_lease(use_workflow
         wf.workflow("sa-boom", on="order.placed", steps=[wf.compute("b", boom), wf.ret(1)])
     )
     run_id = _started(d)
-    assert continuation.advance_many("default", [run_id]) == {run_id: "failed"}
+    assert resume.advance_many("default", [run_id]) == {run_id: "failed"}
     assert types(run_id) == ["run-started", "run-failed"]
     assert only_run("sa-boom").status == "failed"
 
 
 def test_a_continuation_computed_before_the_run_was_cancelled_is_dropped(use_workflow, clock):
     row, run_id = _awaiting(use_workflow, "sa-cancel", [wf.ret(lambda c: c["got"]["amount"])])
-    ahead = settle_ahead.of_claims("default", [(run_id, row.step_index)])
+    ahead = resume.ahead_of_claims("default", [(run_id, row.step_index)])
     assert set(ahead) == {(run_id, row.step_index)}
     ops.cancel(run_id)
     with db.transaction() as conn:
-        _, due, claimed = claims.claim_due(conn, "default", [(run_id, row.step_index)], ahead)
+        _, due, claimed = resume.claim_due(conn, "default", [(run_id, row.step_index)], ahead)
     assert (due, claimed) == ([], [])
     assert ev.RUN_COMPLETED not in [e.type for e in run_events(run_id)]
     assert only_run("sa-cancel").status == "cancelled"
@@ -126,24 +126,24 @@ def test_a_continuation_computed_before_the_run_was_cancelled_is_dropped(use_wor
 def test_a_continuation_from_an_older_version_is_dropped_and_the_run_goes_on(use_workflow, clock):
     row, run_id = _awaiting(use_workflow, "sa-moved", [wf.ret(lambda c: c["got"]["amount"])])
     key = (run_id, row.step_index)
-    ahead = settle_ahead.of_claims("default", [key])
+    ahead = resume.ahead_of_claims("default", [key])
     pausing.pause(run_id)  # the run's row moves on (two events), its wait stays
     pausing.unpause(run_id)
     with db.transaction() as conn:
-        _, _, (claim,) = claims.claim_due(conn, "default", [key], ahead)
+        _, _, (claim,) = resume.claim_due(conn, "default", [key], ahead)
     assert (claim.result, claim.settled) == ("resumed", None)
     assert claim.state is not None  # the usual way: continued under the new lease
-    assert continuation.continue_leased("default", run_id, claim.state.token) == "completed"
+    assert resume.continue_leased("default", run_id, claim.state.token) == "completed"
     assert [e.type for e in run_events(run_id)].count(ev.RUN_COMPLETED) == 1
 
 
 def test_a_continuation_is_committed_at_most_once(use_workflow, clock):
     row, run_id = _awaiting(use_workflow, "sa-once", [wf.ret(lambda c: c["got"]["amount"])])
     key = (run_id, row.step_index)
-    ahead = settle_ahead.of_claims("default", [key])
+    ahead = resume.ahead_of_claims("default", [key])
     for expected in ("completed", None):  # the second claim finds the row gone
         with db.transaction() as conn:
-            _, due, claimed = claims.claim_due(conn, "default", [key], ahead)
+            _, due, claimed = resume.claim_due(conn, "default", [key], ahead)
         assert [c.settled for c in claimed] == ([expected] if expected else [])
     assert [e.type for e in run_events(run_id)].count(ev.RUN_COMPLETED) == 1
 
@@ -157,22 +157,22 @@ def test_a_run_whose_next_step_has_an_effect_goes_the_usual_way(use_workflow, cl
         )
     )
     run_id = _started(d)
-    assert settle_ahead.of_leases("default", [run_id]) == {}
-    assert continuation.advance("default", run_id) == "completed"
+    assert resume.ahead_of_leases("default", [run_id]) == {}
+    assert resume.advance("default", run_id) == "completed"
     assert only_run("sa-effect").status == "completed"
 
 
 def test_the_read_ahead_is_one_statement_and_reads_what_the_claim_locks(use_workflow, clock):
     """settle-ahead reads each due pending row with its runs row in one
-    statement (`locks.read_keys`); what it reads is what the claim then locks
-    (`locks.lock_keys`), column for column, and only the keys asked for."""
+    statement (`runs.read_keys`); what it reads is what the claim then locks
+    (`runs.lock_keys`), column for column, and only the keys asked for."""
     row, run_id = _awaiting(use_workflow, "sa-read", [wf.ret(lambda c: c["got"]["amount"])])
     keys = [(run_id, row.step_index), (run_id, row.step_index + 7)]  # the second: no such row
     with statements() as seen, db.reading() as conn:
-        read = locks.read_keys(conn, "default", keys)
+        read = runs.read_keys(conn, "default", keys)
     assert len([s for s in seen if s.lstrip().upper().startswith("SELECT")]) == 1
     with db.transaction() as conn:
-        locked = locks.lock_keys(conn, "default", keys)
+        locked = runs.lock_keys(conn, "default", keys)
     assert len(read) == len(locked) == 1
     (p_read, run_read), (p_locked, run_locked) = read[0], locked[0]
     assert p_read._asdict() == dict(p_locked._mapping)
@@ -183,5 +183,5 @@ def test_the_read_ahead_is_one_statement_and_reads_what_the_claim_locks(use_work
         "suspended",
     )
     with db.reading() as conn:
-        assert locks.read_keys(conn, "default", []) == []
-        assert locks.read_keys(conn, "other-tenant", keys) == []
+        assert runs.read_keys(conn, "default", []) == []
+        assert runs.read_keys(conn, "other-tenant", keys) == []

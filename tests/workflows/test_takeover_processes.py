@@ -27,7 +27,7 @@ from tests.support.workflows import emit, runs, types
 from tests.workflows.takeover_workflow import AHEAD, TAKEOVER
 from webapp.core import db
 from webapp.eventstore.tables import events
-from webapp.workflows.store import rows
+from webapp.workflows.store import projection
 
 LEASE_S = "600"
 
@@ -133,7 +133,7 @@ def test_a_run_killed_while_running_ahead_of_its_lease_goes_on_on_the_other_work
     Its in-flight request goes back onto the resume list once its liveness
     key is gone (the start grace, as long as the lease, cannot be what
     continues the run)."""
-    monkeypatch.setattr(rows, "START_GRACE", timedelta(seconds=int(LEASE_S)))
+    monkeypatch.setattr(projection, "START_GRACE", timedelta(seconds=int(LEASE_S)))
     use_workflow(AHEAD)
     with _two_workers(database_url, redis_url, redis, tmp_path) as (workers, marks):
         emit("ahead.requested", {}, aggregate_id="t2")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import webapp.workflows as wf
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import RunContext
 
 
 def order_no(ctx: RunContext) -> int:

@@ -305,6 +305,26 @@ class Account:
             return Refusal("no such account")
         return _events((ev.FACTORS_RESET, {}))
 
+    # --- linked identities (accounts/identities) --------------------------------
+    @property
+    def has_password(self) -> bool:
+        """An account made through a provider has none until its owner sets one."""
+        return bool(self.row.password_hash)
+
+    def link_identity(self, identity: Mapping[str, object]) -> Decision:
+        """Its owner connects an identity at a provider (never automatically)."""
+        return self._frozen() or _events((ev.IDENTITY_LINKED, identity))
+
+    def unlink_identity(self, identity_id: str, provider: str, other_ways: int) -> Decision:
+        """Refused when it is the last way to sign in: `other_ways` counts the
+        password, the passkeys and the other identities."""
+        frozen = self._frozen()
+        if frozen:
+            return frozen
+        if other_ways < 1:
+            return Refusal("identities.errors.lastWay")
+        return _events((ev.IDENTITY_UNLINKED, {"identity_id": identity_id, "provider": provider}))
+
     # --- the console ----------------------------------------------------------
     def set_admin(self, admin: bool) -> Decision:
         if self.user is None:

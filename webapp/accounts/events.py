@@ -94,6 +94,14 @@ DECLARED = {
             sealed=("name", "credential_id", "public_key", "user_handle"),
         ),
         _t("user.passkey-removed", "factor_id"),
+        # An identity at a provider (accounts/identities): its subject and the
+        # address it gave are sealed (erasure shreds them); no token is kept.
+        _t(
+            "user.identity-linked",
+            *("identity_id", "provider", "subject", "email"),
+            sealed=("subject", "email"),
+        ),
+        _t("user.identity-unlinked", "identity_id", "provider"),
     )
 }
 
@@ -127,6 +135,8 @@ RECOVERY_CODE_USED = "user.recovery-code-used"
 FACTORS_RESET = "user.factors-reset"
 PASSKEY_ADDED = "user.passkey-added"
 PASSKEY_REMOVED = "user.passkey-removed"
+IDENTITY_LINKED = "user.identity-linked"
+IDENTITY_UNLINKED = "user.identity-unlinked"
 
 ALL = tuple(DECLARED)
 

@@ -24,6 +24,7 @@ from webapp.accounts import (
 )
 from webapp.accounts import events as ev
 from webapp.accounts.factors import row as factors_row
+from webapp.accounts.identities import projection as identity_projection
 from webapp.accounts.stream import RowChange
 from webapp.accounts.tables import users
 from webapp.eventstore import Event, register_inline
@@ -43,6 +44,7 @@ ROW_CHANGES: dict[str, RowChange] = {
     **deletion.ROW_CHANGES,
     **restriction.ROW_CHANGES,
     **factors_row.ROW_CHANGES,
+    **identity_projection.ROW_CHANGES,
     **_CONSOLE,
 }
 

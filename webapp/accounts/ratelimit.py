@@ -14,6 +14,9 @@ are parsed once, at import.
 from __future__ import annotations
 
 import logging
+import math
+import time
+from typing import Any
 
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse
@@ -34,6 +37,8 @@ LIMITS = {
     "register-ip": "20 per minute",  # registrations per client address
     "reset-ip": "20 per hour",  # "Forgot password?" requests per client address
     "reset-account": "3 per hour",  # reset links per address typed (more: no mail)
+    "signin-code-account": "3 per 15 minutes",  # sign-in codes mailed per address typed
+    "passkey-autofill-ip": "60 per minute",  # passkey autofill requests per client address
     "export-download-ip": "30 per minute",  # export downloads by the mail's link
     "deletion-link-ip": "10 per minute",  # signed-out deletion: requests and confirms
 }
@@ -71,23 +76,34 @@ def init_app(app: Flask) -> None:
 
 
 def _check(method: str, name: str, key: str) -> bool:
-    ok = _ask(method, name, key)
+    ok = bool(_ask(method, name, key))
     if not ok:
         RATE_LIMIT_HITS.labels(name).inc()
     return ok
 
 
-def _ask(method: str, name: str, key: str) -> bool:
-    limit = _limit(name)
+def _ask(method: str, name: str, key: str, limit: RateLimitItem | None = None) -> Any:
+    limit = limit or _limit(name)
     try:
-        return bool(getattr(current_app.extensions["accounts.limiter"], method)(limit, name, key))
+        return getattr(current_app.extensions["accounts.limiter"], method)(limit, name, key)
     except Exception as exc:  # storage down: never fail the request because of it
         log.warning(
             "rate-limit storage unreachable; counting in this process",
             extra={"limit": name, "error_class": type(exc).__name__},
         )
         fallback = current_app.extensions["accounts.limiter_fallback"]
-        return bool(getattr(fallback, method)(limit, name, key))
+        return getattr(fallback, method)(limit, name, key)
+
+
+def hit_limit(limit: RateLimitItem, name: str, key: str) -> int | None:
+    """Count one request against a limit of the caller's own (the API's per
+    token, from its setting), in the same storage: None when allowed, else the
+    seconds until the next request would be (at least 1)."""
+    if _ask("hit", name, key, limit):
+        return None
+    RATE_LIMIT_HITS.labels(name).inc()
+    stats = _ask("get_window_stats", name, key, limit)
+    return max(1, math.ceil(stats.reset_time - time.time()))
 
 
 def hit(name: str, key: str) -> bool:

@@ -251,7 +251,9 @@ def authenticate(email_raw: str, password: str) -> User | None:
     email = addresses.normalize(email_raw)
     with db.reading() as conn:
         user = find_by_email(conn, email) if email else None
-    if user is None:
+    # No account, or one made through an identity provider without a password:
+    # the same hash's cost either way, so the time tells nobody which.
+    if user is None or not user.password_hash:
         params = (ph.time_cost, ph.memory_cost, ph.parallelism)
         if params not in _DUMMY_HASH:
             _DUMMY_HASH[params] = ph.hash(secrets.token_urlsafe(16))

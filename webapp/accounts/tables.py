@@ -39,6 +39,9 @@ users = Table(
     Column("recovery_codes_left", Integer, nullable=False, default=0, server_default="0"),
     # How many passkeys (migration 0013_passkeys): the profile reads their list only then.
     Column("passkeys", Integer, nullable=False, default=0, server_default="0"),
+    # How many identities at sign-in providers (migration 0019_identities): the
+    # profile reads their list only then.
+    Column("identities", Integer, nullable=False, default=0, server_default="0"),
     UniqueConstraint("tenant_id", "email", name="uq_users_tenant_email"),
 )
 Index("ix_users_status_due", users.c.status, users.c.deletion_due_at)

@@ -44,6 +44,7 @@ class User:
     totp_since: datetime | None = None  # the authenticator app is on (accounts/factors)
     recovery_codes_left: int = 0
     passkeys: int = 0  # how many (the list is read only when there are some)
+    identities: int = 0  # linked at sign-in providers (accounts/identities), likewise
     # The browser's sign-in (signins.py), set only on the signed-in user.
     sign_in: str = field(default="", repr=False, compare=False)
     # When that sign-in was last active (moved at most once a minute: `signins.keep_alive`).
@@ -89,6 +90,7 @@ def from_row(r: Any) -> User:
         totp_since=r.totp_since,
         recovery_codes_left=int(r.recovery_codes_left or 0),
         passkeys=int(r.passkeys or 0),
+        identities=int(r.identities or 0),
     )
 
 

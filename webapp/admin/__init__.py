@@ -15,12 +15,21 @@ from flask_babel import gettext
 
 from webapp.admin import access, present, queries
 from webapp.admin import cli as _cli  # noqa: F401  (registers `flask users grant-admin|revoke-admin`)
-from webapp.admin.views import accounts, bulk, ops, queues, rerun, runs, versions
+from webapp.admin.views import accounts, bulk, ops, queues, rerun, runs, tokens, versions
 from webapp.core.version import VERSION
 
 __all__ = ["init_app"]
 
-del accounts, bulk, ops, queues, rerun, runs, versions  # imported for their routes on access.bp
+del (
+    accounts,
+    bulk,
+    ops,
+    queues,
+    rerun,
+    runs,
+    tokens,
+    versions,
+)  # imported for their routes on access.bp
 
 
 def _status_options() -> dict[str, str]:

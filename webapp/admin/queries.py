@@ -13,7 +13,8 @@ from webapp.eventstore import Event, read_stream
 from webapp.workflows import operations as ops
 from webapp.workflows import versions
 from webapp.workflows.definition import catalog
-from webapp.workflows.store import pauses, queries, runs, slots
+from webapp.workflows.definition.batches import MAX_BATCH
+from webapp.workflows.store import batches, pauses, queries, runs, singletons, slots
 from webapp.workflows.store.queries import COUNT_CAP, RunFilter
 from webapp.workflows.store.run_events import OPEN, RunStatus
 
@@ -79,6 +80,8 @@ class RunDetail:
     queue_position: int | None = None  # queued: 1 starts next among its key's queued runs
     first_event: Event | None = None  # run-started or run-queued: a rerun's `rerunOf`
     children: tuple[Any, ...] = ()  # its child runs (run_workflow): the tree's next level
+    batch: dict[str, Any] | None = None  # a batched run: key, count, its events
+    singleton: dict[str, Any] | None = None  # a singleton's run: key, replaced, replaced by
 
     @property
     def rerun_of(self) -> str | None:
@@ -157,6 +160,7 @@ def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
     stream = runs.stream(run.tenant_id, run.run_id)
     events = read_stream(conn, stream, after_version=since)
     first = events[:1] if since == 0 else read_stream(conn, stream, limit=1)
+    head = events if since == 0 else read_stream(conn, stream, limit=MAX_BATCH + 2)
     return RunDetail(
         run,
         events,
@@ -168,6 +172,8 @@ def run_detail(conn: Connection, run_id: str) -> RunDetail | None:
         slots.queue_position(conn, run),
         first[0] if first else None,
         tuple(ops.children(conn, run)),
+        batches.describe(conn, head),
+        singletons.describe(first + events),
     )
 
 

@@ -17,3 +17,8 @@ def operator() -> str:
 def user(user_id: str) -> str:
     """A signed-in account (the operations console)."""
     return f"user:{user_id}"
+
+
+def api_token(token_id: str) -> str:
+    """A request of the HTTP API, by the id of its token (never the secret)."""
+    return f"api-token:{token_id}"

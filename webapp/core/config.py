@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from dotenv import load_dotenv
+from limits import parse_many
+
+from webapp.core import identity_providers
+from webapp.core.identity_providers import ProviderSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,6 +67,18 @@ def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str,
     return raw
 
 
+def _rate(env: Mapping[str, str], name: str, default: str) -> str:
+    """A rate in the `limits` notation: "600 per minute", "10/second"."""
+    raw = (env.get(name) or default).strip()
+    try:
+        items = parse_many(raw)
+    except ValueError:
+        items = []
+    if len(items) != 1 or items[0].amount < 1:
+        raise ConfigError(f"{name} must be one rate such as '600 per minute', got {raw!r}")
+    return raw
+
+
 def _secret_key(env: Mapping[str, str], instance: Path) -> str:
     raw = env.get("SECRET_KEY")
     if raw:
@@ -92,6 +108,17 @@ def _database_url(env: Mapping[str, str], instance: Path) -> str:
     if raw.startswith("postgresql://") or raw.startswith("postgres://"):
         raw = "postgresql+psycopg://" + raw.split("://", 1)[1]
     return raw
+
+
+def _direct_url(env: Mapping[str, str]) -> str | None:
+    raw = env.get("DATABASE_DIRECT_URL")
+    if not raw:
+        return None
+    if not raw.startswith(("postgresql", "postgres:")):
+        raise ConfigError("DATABASE_DIRECT_URL must be a postgresql+psycopg:// URL")
+    if not (env.get("DATABASE_URL") or "").startswith(("postgresql", "postgres:")):
+        raise ConfigError("DATABASE_DIRECT_URL needs DATABASE_URL on PostgreSQL too")
+    return _database_url({"DATABASE_URL": raw}, Path("."))
 
 
 def _redis_url(env: Mapping[str, str], instance: Path) -> tuple[str, bool]:
@@ -153,6 +180,15 @@ class Config:
     port: int = 5000
     log_level: str = "INFO"
     testing: bool = False
+    # "transaction": DATABASE_URL goes through a transaction-pooling pooler
+    # (PgBouncer's pool_mode=transaction): no server-side prepared statements
+    database_pooling: str = "session"
+    # A connection that bypasses the pooler (PostgreSQL): the workers' LISTEN
+    # for in-process wake-ups, which a transaction-pooling PgBouncer cannot carry
+    database_direct_url: str | None = None
+    # "redis": the commit that makes a run due wakes a worker through Redis;
+    # "notify": on PostgreSQL by NOTIFY to a listener in every worker
+    workflow_wake: str = "redis"
     # mail
     mail_backend: str = "file"
     mail_from: str = "no-reply@localhost"
@@ -168,6 +204,7 @@ class Config:
     account_deletion_grace_days: int = 14
     unverified_account_days: int = 7  # never-verified accounts are erased after this
     reauth_seconds: int = 300  # a proof of identity this recent lets factor changes through
+    signin_by_code: bool = True  # "Email me a sign-in code" on /login
     # privacy center: where export ZIPs are kept, and how long a download works
     export_dir: Path | None = None  # None: <instance>/exports
     export_valid_days: int = 7
@@ -179,6 +216,8 @@ class Config:
     session_cookie_secure: bool | None = None
     max_content_length: int = 64 * 1024
     ratelimit_storage: str = ""
+    # requests per API token (a `limits` string: "600 per minute")
+    api_rate_limit: str = "600 per minute"
     # reverse proxies in front of the app whose X-Forwarded-For/-Proto to trust
     trusted_proxies: int = 0
     # localhost, not 127.0.0.1: browsers refuse passkeys on an IP address (its RP ID)
@@ -191,6 +230,13 @@ class Config:
     webhook_max_body: int = 256 * 1024
     # the application's own modules (workflows, handlers), imported by every process
     workflow_modules: tuple[str, ...] = ()
+    # a run's progress entries (`ctx.emit`): at most this many, this many bytes of JSON
+    workflow_progress_max_entries: int = 1000
+    workflow_progress_max_bytes: int = 1024 * 1024
+    # live run pages (server-sent events): open streams per web process, and how
+    # often one shared reader per process looks for new run events
+    workflow_streams_max: int = 500
+    workflow_streams_poll_ms: int = 250
     # how often the scheduler checks that Redis still holds every schedule entry
     scheduler_resync_seconds: int = 15
     # /healthz answers from a database check at most this old (0: check every request)
@@ -205,6 +251,8 @@ class Config:
     scheduler_health_port: int = 0
     health_stale_seconds: int = 30
     secrets: Mapping[str, str] = field(default_factory=dict)
+    # Sign in with an identity provider (OIDC_<NAME>_*, GOOGLE_*, GITHUB_*)
+    identity_providers: tuple[ProviderSettings, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:
@@ -217,6 +265,11 @@ class Config:
         values: dict[str, Any] = dict(
             instance_path=instance,
             database_url=_database_url(env, instance),
+            database_pooling=_choice(
+                env, "DATABASE_POOLING", "session", ("session", "transaction")
+            ),
+            database_direct_url=_direct_url(env),
+            workflow_wake=_choice(env, "WORKFLOW_WAKE", "redis", ("redis", "notify")),
             redis_url=redis_url,
             redis_embedded=embedded,
             secret_key=_secret_key(env, instance),
@@ -236,6 +289,7 @@ class Config:
             account_deletion_grace_days=_int(env, "ACCOUNT_DELETION_GRACE_DAYS", 14, 0, 3650),
             unverified_account_days=_int(env, "UNVERIFIED_ACCOUNT_DAYS", 7, 1, 365),
             reauth_seconds=_int(env, "REAUTH_SECONDS", 300, 30, 86400),
+            signin_by_code=_bool(env, "SIGNIN_BY_CODE", True),
             export_dir=Path(env["EXPORT_DIR"]).resolve() if env.get("EXPORT_DIR") else None,
             export_valid_days=_int(env, "EXPORT_VALID_DAYS", 7, 1, 90),
             argon2_time_cost=_int(env, "ARGON2_TIME_COST", 3, 2, 100),
@@ -244,6 +298,7 @@ class Config:
             session_cookie_secure=_optional_bool(env, "SESSION_COOKIE_SECURE"),
             max_content_length=_int(env, "MAX_CONTENT_LENGTH", 64 * 1024, 1024, 100 * 2**20),
             ratelimit_storage=env.get("RATELIMIT_STORAGE_URI") or "",
+            api_rate_limit=_rate(env, "API_RATE_LIMIT", "600 per minute"),
             trusted_proxies=_int(env, "TRUSTED_PROXIES", 0, 0, 10),
             base_url=(env.get("BASE_URL") or f"http://localhost:{port}").rstrip("/"),
             sqlite_cache_mb=_int(env, "SQLITE_CACHE_MB", 16, 1, 4096),
@@ -252,6 +307,14 @@ class Config:
             projection_max_attempts=_int(env, "PROJECTION_MAX_ATTEMPTS", 5, 1, 100),
             webhook_max_body=_int(env, "WEBHOOK_MAX_BODY", 256 * 1024, 1024, 10 * 2**20),
             workflow_modules=_module_list(env, "WORKFLOW_MODULES"),
+            workflow_progress_max_entries=_int(
+                env, "WORKFLOW_PROGRESS_MAX_ENTRIES", 1000, 1, 1_000_000
+            ),
+            workflow_progress_max_bytes=_int(
+                env, "WORKFLOW_PROGRESS_MAX_BYTES", 2**20, 1024, 2**30
+            ),
+            workflow_streams_max=_int(env, "WORKFLOW_STREAMS_MAX", 500, 1, 100_000),
+            workflow_streams_poll_ms=_int(env, "WORKFLOW_STREAMS_POLL_MS", 250, 20, 60_000),
             scheduler_resync_seconds=_int(env, "SCHEDULER_RESYNC_SECONDS", 15, 1, 3600),
             healthz_cache_ms=_int(env, "HEALTHZ_CACHE_MS", 1000, 0, 60000),
             metrics_enabled=_bool(env, "METRICS_ENABLED", True),
@@ -268,6 +331,10 @@ class Config:
                 if k.startswith("SECRET_") and k != "SECRET_KEY" and v
             },
         )
+        try:
+            values["identity_providers"] = identity_providers.from_env(env)
+        except identity_providers.ProviderConfigError as exc:
+            raise ConfigError(str(exc)) from None
         values.update(overrides)
         return cls(**values)
 
@@ -283,6 +350,18 @@ class Config:
     def insecure_cookies_over_https(self) -> bool:
         """`SESSION_COOKIE_SECURE=false` set explicitly under an https `BASE_URL`."""
         return self.base_url.lower().startswith("https://") and not self.cookies_secure
+
+    @property
+    def listen_url(self) -> str | None:
+        """Where the workers LISTEN for in-process wake-ups: with
+        `WORKFLOW_WAKE=notify` on PostgreSQL, `DATABASE_DIRECT_URL`, else
+        `DATABASE_URL` unless that goes through a transaction-pooling pooler
+        (None: wake-ups go through Redis)."""
+        if self.workflow_wake != "notify" or not self.database_url.startswith("postgresql"):
+            return None
+        if self.database_direct_url:
+            return self.database_direct_url
+        return self.database_url if self.database_pooling == "session" else None
 
     @property
     def exports_path(self) -> Path:

@@ -26,10 +26,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Engine, MetaData, TypeDecorator, create_engine, event
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
-from webapp.core import sqlite_setup
+from webapp.core import sqlite_setup, writable
 from webapp.core.sqlite_setup import SqliteTuning
 
 log = logging.getLogger(__name__)
@@ -61,18 +61,38 @@ def is_sqlite(engine_or_conn: Engine | Connection) -> bool:
     return engine_or_conn.dialect.name == "sqlite"
 
 
-def make_engine(url: str, sqlite: SqliteTuning | None = None) -> Engine:
+def pooling_from_env() -> str:
+    """DATABASE_POOLING for an engine made from a URL alone (a test's, a
+    bench's); the app validates the setting (`Config.database_pooling`)."""
+    return os.environ.get("DATABASE_POOLING") or "session"
+
+
+def make_engine(url: str, sqlite: SqliteTuning | None = None, pooling: str | None = None) -> Engine:
+    """The engine for `url`. `pooling="transaction"`: the URL goes through a
+    transaction-pooling pooler (PgBouncer's `pool_mode = transaction`), where
+    consecutive transactions of one client may run on different server
+    connections, so the driver prepares no statement on the server (a
+    prepared statement lives in one server connection). Nothing else the
+    product does keeps state in a session across transactions: its advisory
+    lock is transaction-scoped and reads run one statement each."""
     if url.startswith("sqlite"):
         engine = sqlite_setup.make_engine(url, sqlite or SqliteTuning(), POOL_SIZE, MAX_OVERFLOW)
         _begin_explicitly(engine, "BEGIN DEFERRED")
+        writable.mark_read_only_as_disconnect(engine)
         return engine
+    pooled = (pooling or pooling_from_env()) == "transaction"
     # The driver autocommits and a transaction sends its own BEGIN, as on SQLite:
     # so a read (`reading()`) sends its one statement and nothing else.
     engine = create_engine(
-        url, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW, isolation_level="AUTOCOMMIT"
+        url,
+        pool_size=POOL_SIZE,
+        max_overflow=MAX_OVERFLOW,
+        isolation_level="AUTOCOMMIT",
+        connect_args={"prepare_threshold": None} if pooled else {},
     )
     _begin_explicitly(engine, "BEGIN")
     _ping_when_idle(engine)
+    writable.mark_read_only_as_disconnect(engine)
     return engine
 
 
@@ -115,13 +135,14 @@ def _ping_when_idle(engine: Engine) -> None:
             raise DisconnectionError(f"pooled connection is gone: {exc}") from exc
 
 
-def init_engine(url: str, sqlite: SqliteTuning | None = None) -> Engine:
+def init_engine(url: str, sqlite: SqliteTuning | None = None, pooling: str | None = None) -> Engine:
     """The process's engine for `url`; `sqlite` sizes a SQLite file's page
-    cache and memory map (`sqlite_setup`; the defaults when None)."""
+    cache and memory map (`sqlite_setup`; the defaults when None); `pooling`
+    as in `make_engine`."""
     global _engine, _readers
     if _engine is not None:
-        _engine.dispose()
-    _engine = make_engine(url, sqlite)
+        retire(_engine)
+    _engine = make_engine(url, sqlite, pooling)
     # A PostgreSQL read needs no transaction: under READ COMMITTED every
     # statement has its own snapshot anyway, and BEGIN and ROLLBACK would be two
     # more round trips. A SQLite read keeps its deferred transaction (one
@@ -141,8 +162,23 @@ def engine_restored() -> Iterator[None]:
         yield
     finally:
         if _engine is not None and _engine is not saved[0]:
-            _engine.dispose()
+            retire(_engine)
         _engine, _readers = saved
+
+
+def retire(engine: Engine) -> None:
+    """Close `engine`'s idle connections, and every other one as it is given
+    back: a thread may still hold one (a request streaming when the engine is
+    set up again), or call the old engine later. `Engine.dispose` alone
+    leaves those open in a pool nobody uses, until the garbage collector
+    finds them open."""
+    event.listen(engine, "checkin", _close_on_return)  # the recreated pool inherits it
+    engine.dispose()
+
+
+def _close_on_return(dbapi_conn: Any, record: ConnectionPoolEntry) -> None:
+    if dbapi_conn is not None:
+        record.close()
 
 
 def _forget_pool_after_fork() -> None:
@@ -180,6 +216,9 @@ def transaction() -> Iterator[Connection]:
                 yield conn
                 while conn.info.get("before_commit"):  # a hook may add another
                     conn.info["before_commit"].pop(0)()
+        except DBAPIError as exc:  # a full disk or a read-only database is remembered
+            writable.noted(exc)
+            raise
         finally:
             _current.reset(token)
         _committed(conn)
@@ -198,7 +237,11 @@ def statement_commits() -> Iterator[Connection]:
         raise RuntimeError("statement_commits() needs the PostgreSQL engine")
     conn = _readers.connect()
     try:
-        yield conn
+        try:
+            yield conn
+        except DBAPIError as exc:
+            writable.noted(exc)
+            raise
         _committed(conn)
     finally:
         _forget_transaction(conn)
@@ -206,6 +249,8 @@ def statement_commits() -> Iterator[Connection]:
 
 
 def _committed(conn: Connection) -> None:
+    if writable.pending():  # the database took a write: no longer full or read-only
+        writable.written()
     info = conn.info  # one lookup: each goes through the pooled connection
     deferred = info.pop("after_commit", ())
     hooks = list(_after_commit_hooks) if info.pop("events_appended", 0) else []

@@ -17,8 +17,10 @@ from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_babel import gettext
 from flask_wtf.csrf import CSRFError, CSRFProtect
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from werkzeug.middleware.proxy_fix import ProxyFix
+
+from webapp.core import writable
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,16 @@ UNAVAILABLE = "errors.unavailable"
 # What the drivers raise while the database is unreachable, restarting or
 # dropped the connection (also a SQLite file locked past its busy timeout).
 DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """The database did not answer, or refused the write: its disk is full or
+    it is read-only (`webapp.core.writable`). Either way the request's
+    transaction was rolled back and the user may try again later."""
+    return isinstance(exc, DATABASE_UNAVAILABLE) or (
+        isinstance(exc, DBAPIError) and writable.refusal(exc) is not None
+    )
+
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -161,13 +173,25 @@ def _error_pages(app: Flask) -> None:
     app.register_error_handler(OperationalError, unavailable)
     app.register_error_handler(InterfaceError, unavailable)
 
+    @app.errorhandler(DBAPIError)
+    def _database_error(exc: DBAPIError) -> Response:
+        # PostgreSQL's read-only refusal is an InternalError: 503 like the others.
+        # Any other database error is a bug: raised on, to the 500 page and the log.
+        if writable.refusal(exc) is None:
+            raise exc
+        return unavailable(exc)
+
 
 def unavailable(exc: Exception) -> Response:
     """503 with Retry-After: the database did not answer (a write's transaction
     was rolled back, unless the connection died during its COMMIT). Rendered as
     signed out (the page would otherwise ask the database for the user again);
     the session itself is untouched."""
-    log.warning("database unavailable: %s", exc)
+    what = writable.refusal(exc)
+    if what is None:
+        log.warning("database unavailable: %s", exc)
+    else:
+        log.warning("database refuses writes (%s): %s", what, type(exc).__name__)
     manager = getattr(current_app, "login_manager", None)
     if manager is not None:
         manager._update_request_context_with_user()  # anonymous, for this rendering only

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError, OperationalError
 
-from webapp.core import clock, db
+from webapp.core import clock, db, writable
 from webapp.eventstore.positions import held_back, safe_position
 from webapp.eventstore.reads import head_position, read_all
 from webapp.eventstore.store import Event
@@ -158,6 +158,8 @@ def run_projection(
                     with conn.begin_nested():
                         p.apply(conn, event)
                 except Exception as exc:
+                    if writable.refusal(exc):  # the database, not the event: no attempt counted
+                        raise
                     attempts = attempts + 1 if i == 0 else 1
                     error_class = type(exc).__name__
                     log.warning(
@@ -305,6 +307,8 @@ def _unavailable(exc: Exception) -> bool:
         return True
     state = str(getattr(exc.orig, "sqlstate", None) or "")
     if state[:2] == "08" or state in ("57P01", "57P02", "57P03"):
+        return True
+    if writable.refusal(exc):  # full or read-only: the same wait, no traceback
         return True
     sqlite = hasattr(exc.orig, "sqlite_errorcode")
     return isinstance(exc, OperationalError) and not state and not sqlite

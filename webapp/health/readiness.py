@@ -15,7 +15,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app
 from sqlalchemy import text
 
-from webapp.core import db
+from webapp.core import db, writable
 from webapp.core.redis_conn import get_redis
 
 log = logging.getLogger(__name__)
@@ -34,12 +34,14 @@ def migration_heads(database_url: str) -> set[str]:
 
 
 def check(heads: set[str]) -> dict[str, str]:
-    """What each dependency answers: ok, unreachable, or (migrations) behind."""
+    """What each dependency answers: ok, unreachable, full or read-only (the
+    database), or (migrations) behind."""
     out: dict[str, str] = {}
     try:
         with db.reading() as conn:
             applied = set(conn.execute(text("SELECT version_num FROM alembic_version")).scalars())
-        out["database"] = "ok"
+        # ok, or full / read-only: it answers but refuses writes (webapp.core.writable)
+        out["database"] = writable.condition(db.get_engine())
         out["migrations"] = "ok" if applied == heads else "behind"
     except Exception as exc:  # unreachable, or never migrated
         log.warning("readiness: the database does not answer: %s", type(exc).__name__)

@@ -26,6 +26,12 @@ HTTP_REQUESTS = Histogram(
     buckets=LATENCY_BUCKETS,
 )
 
+DATABASE_WRITES_REFUSED = Counter(
+    "webapp_database_writes_refused_total",
+    "Writes the database refused: its disk was full or it was read-only",
+    ["condition"],
+)
+
 RUNS_STARTED = Counter("webapp_workflow_runs_started_total", "Workflow runs started", ["workflow"])
 RUNS_COMPLETED = Counter(
     "webapp_workflow_runs_completed_total", "Workflow runs completed", ["workflow"]

@@ -21,9 +21,18 @@ from typing import Any
 from flask_babel import lazy_gettext
 from sqlalchemy import Connection, String, and_, literal_column, or_, select
 
-from webapp.accounts import account, change_email, change_password, deletion, registration, reset
+from webapp.accounts import (
+    account,
+    change_email,
+    change_password,
+    deletion,
+    registration,
+    reset,
+    signin_codes,
+)
 from webapp.accounts import events as ev
 from webapp.accounts.factors import reset as factors_reset
+from webapp.accounts.identities import commands as identity_commands
 from webapp.accounts.users import User
 from webapp.devices import alert as device_alert
 from webapp.eventstore.tables import events
@@ -61,6 +70,8 @@ EVENT_TEXTS = {
     ev.FACTORS_RESET: "privacy.activity.factorsReset",
     ev.PASSKEY_ADDED: "privacy.activity.passkeyAdded",
     ev.PASSKEY_REMOVED: "privacy.activity.passkeyRemoved",
+    ev.IDENTITY_LINKED: "privacy.activity.identityLinked",
+    ev.IDENTITY_UNLINKED: "privacy.activity.identityUnlinked",
 }
 
 # outbox kind -> the mail we sent
@@ -81,6 +92,9 @@ MAIL_TEXTS = {
     deletion.DELETION_LINK: "privacy.activity.mail.deletionLink",
     device_alert.NEW_DEVICE_MAIL: "privacy.activity.mail.newDevice",
     factors_reset.FACTORS_RESET_MAIL: "privacy.activity.mail.factorsReset",
+    identity_commands.LINKED_MAIL: "privacy.activity.mail.identityLinked",
+    identity_commands.UNLINKED_MAIL: "privacy.activity.mail.identityUnlinked",
+    signin_codes.SIGNIN_CODE: "privacy.activity.mail.signinCode",
 }
 
 

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, select
 
 from webapp.accounts import crypto
 from webapp.accounts.factors import store as factor_store
+from webapp.accounts.identities import store as identity_store
 from webapp.accounts.tables import user_sessions
 from webapp.accounts.users import User, stream_of
 from webapp.core import clock
@@ -122,6 +123,21 @@ def _factors(conn: Connection, user: User) -> list[dict[str, Any]]:
     ]
 
 
+def _identities(conn: Connection, user: User) -> list[dict[str, Any]]:
+    """Each connected account at a provider: which, the address it gave, when
+    connected and last used. No token: none is kept."""
+    return [
+        {
+            "provider": i.provider,
+            "subject": i.subject,
+            "email": i.email,
+            "linked_at": _iso(i.linked_at),
+            "last_used_at": _iso(i.last_used_at),
+        }
+        for i in identity_store.identities_of(conn, user.tenant_id, user.id)
+    ]
+
+
 def bundle(conn: Connection, user: User) -> dict[str, Any]:
     """Everything the product keeps about `user`, readable."""
     return {
@@ -142,6 +158,7 @@ def bundle(conn: Connection, user: User) -> dict[str, Any]:
         "sessions": _sessions(conn, user),
         "devices": known.of_user(conn, user),
         "factors": _factors(conn, user),
+        "identities": _identities(conn, user),
     }
 
 

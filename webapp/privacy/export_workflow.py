@@ -28,7 +28,8 @@ from webapp.eventstore import ANY, NewEvent
 from webapp.privacy import bundle, downloads, exports, mails
 from webapp.privacy.exports import Job
 from webapp.privacy.tables import PENDING, RUNNING, export_jobs
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.model import RunContext
+from webapp.workflows.store.run_events import run_id_for
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,9 @@ def build(ctx: RunContext) -> dict[str, Any]:
             if job is None or user is None or job.status != RUNNING:
                 return {"ok": False, "reason": "gone"}
             data = bundle.bundle(conn, user)
+        ctx.emit("export", {"message": "privacy.export.stepCollected"})
         size = bundle.write_zip(folder(), job.id, data, user.language)
+        ctx.emit("export", {"message": "privacy.export.stepWritten"})
     except Exception as exc:  # any failure ends the job as failed, visibly
         log.exception("export build failed", extra={"job": _job_id(ctx)})
         return {"ok": False, "reason": type(exc).__name__}
@@ -133,12 +136,18 @@ def finish(conn: Connection, ctx: RunContext, payload: Any) -> dict[str, Any]:
     return {"finished": "done"}
 
 
+def run_id_of(job_id: str) -> str:
+    """The export run of a job (the workflow's key is the job id)."""
+    return run_id_for(EXPORT_NAME, str(job_id))
+
+
 def _ids(ctx: RunContext) -> dict[str, str]:
     return {"job_id": _job_id(ctx)}
 
 
+EXPORT_NAME = "privacy-export"
 EXPORT = wf.workflow(
-    "privacy-export",
+    EXPORT_NAME,
     on=ev.EXPORT_REQUESTED,
     key=lambda event: str(event.payload["job_id"]),
     steps=[

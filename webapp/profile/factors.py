@@ -113,10 +113,14 @@ def state(user: User, form: Form | None) -> State:
 
 
 def answer(
-    screen: Screen, status: int, form: Form | None = None, success: str | None = None
+    screen: Screen,
+    status: int,
+    form: Form | None = None,
+    success: str | None = None,
+    section: str = SECTION,
 ) -> Response:
     user = sections.reread()
-    return screen.respond(screen.view(user, SECTION, form, success), status)
+    return screen.respond(screen.view(user, section, form, success), status)
 
 
 def stale(screen: Screen) -> Response:
@@ -126,18 +130,21 @@ def stale(screen: Screen) -> Response:
     return answer(screen, 403, form)
 
 
-def limited(screen: Screen, form: Form) -> Response:
+def limited(screen: Screen, form: Form, section: str = SECTION) -> Response:
     form.add_error(None, gettext("auth.errors.tooManyAttempts"))
-    return answer(screen, 429, form)
+    return answer(screen, 429, form, section=section)
 
 
-def confirm_identity(screen: Screen) -> Response:
+def confirm_identity(
+    screen: Screen, section: str = SECTION, kind: type[ReauthForm] = ReauthForm
+) -> Response:
     """*Confirm it's you*: the password (limited like every password check) or
-    a code from the app (limited like every code)."""
+    a code from the app (limited like every code). Answered on `section`
+    (the connected accounts ask for it too)."""
     me = signed_in_user()
-    form = ReauthForm(request.form)
+    form = kind(request.form)
     if not form.validate():
-        return answer(screen, 422, form)
+        return answer(screen, 422, form, section=section)
     if form.password.data:
         checked = sections.password_checked(
             lambda: (
@@ -147,19 +154,19 @@ def confirm_identity(screen: Screen) -> Response:
             )
         )
         if checked is None:
-            return limited(screen, form)
+            return limited(screen, form, section)
         if not checked.ok:
             form.add_error("password", gettext(INVALID_CREDENTIALS))
-            return answer(screen, 422, form)
+            return answer(screen, 422, form, section=section)
     else:
         if not ratelimit.allowed(LIMIT, me.id):
-            return limited(screen, form)
+            return limited(screen, form, section)
         if not commands.check_code(me, form.code.data):
             ratelimit.count(LIMIT, me.id)
             form.add_error("code", gettext(commands.WRONG_CODE))
-            return answer(screen, 422, form)
+            return answer(screen, 422, form, section=section)
     reauth.record_proof()
-    return answer(screen, 200, success=gettext("factors.reauth.done"))
+    return answer(screen, 200, success=gettext("factors.reauth.done"), section=section)
 
 
 def start(screen: Screen) -> Response:

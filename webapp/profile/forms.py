@@ -12,7 +12,7 @@ from wtforms.validators import ValidationError
 from webapp.accounts import addresses
 from webapp.accounts.forms import email_problem, policy_problem
 from webapp.devices import section as devices_section
-from webapp.profile import factors
+from webapp.profile import connected, factors
 from webapp.ui import danger_zone
 from webapp.ui.forms import Form, check, current_password, required
 
@@ -79,6 +79,8 @@ def blank(section: str, deletion_requested: bool = False) -> Form:
         return devices_section.blank()
     if section == factors.SECTION:
         return factors.blank()
+    if section == connected.SECTION:
+        return connected.blank()
     forms: dict[str, type[Form]] = {
         "account": AccountForm,
         "password": PasswordForm,

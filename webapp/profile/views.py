@@ -41,7 +41,7 @@ from webapp.core.render_cache import RenderCache
 from webapp.devices import proof as devices_proof
 from webapp.devices import section as devices_section
 from webapp.devices.listing import Listing
-from webapp.profile import factors, forms, passkeys
+from webapp.profile import connected, factors, forms, passkeys
 from webapp.ui import danger_zone, pages, sections
 from webapp.ui import forms as forms_core
 from webapp.ui.sections import Screen, View
@@ -49,7 +49,10 @@ from webapp.ui.sections import Screen, View
 bp = Blueprint("profile", __name__, url_prefix="/profile")
 pages.no_store(bp)
 
-SECTIONS = ("account", "devices", "password", "email", factors.SECTION, "danger")
+SECTIONS = (
+    *("account", "devices", "password", "email", factors.SECTION),
+    *(connected.SECTION, "danger"),
+)
 
 
 def _fragment(section: str | None) -> str | None:
@@ -81,11 +84,13 @@ danger_zone.add_routes(bp, PROFILE)
 devices_section.add_routes(bp, PROFILE)
 factors.add_routes(bp, PROFILE)
 passkeys.add_routes(bp, PROFILE)
+connected.add_routes(bp, PROFILE)
 
 
 @bp.context_processor
 def _factors() -> dict[str, object]:
-    return {"factors_state": factors.state}  # called by the section when it renders
+    # called by the sections when they render
+    return {"factors_state": factors.state, "connected_state": connected.state}
 
 
 # The page as a plain GET shows it (nothing submitted, no banner): one
@@ -126,9 +131,12 @@ def blank_page(view: View) -> Response:
 @login_required
 def show() -> Response:
     view = PROFILE.view(signed_in_user())  # loaded once, by the session check
-    for key in get_flashed_messages():
+    for key in get_flashed_messages(category_filter=["message"]):
         if key == language.SAVED:
             view.section, view.success = "account", gettext(key)
+    status = connected.flashed_answer(view)  # back from a provider, to connect it
+    if status is not None:
+        return respond(view, status)
     return respond(view) if view.success else blank_page(view)
 
 
@@ -231,6 +239,7 @@ SECTION_OF = {
     "sessions": "account",
     "language": "account",
     **factors.ENDPOINTS,
+    **connected.ENDPOINTS,
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, render_template
 from sqlalchemy.exc import SQLAlchemyError
 
-from webapp.core import db, security
+from webapp.core import db, security, writable
 from webapp.core.version import VERSION
 
 log = logging.getLogger(__name__)
@@ -33,14 +33,23 @@ def _health_body(status: str, database: str) -> bytes:
 # Built once: the answers are constant bytes (QuickHealth sends them as they are).
 HEALTHY = _health_body("ok", "ok")
 UNHEALTHY = _health_body("unavailable", "unreachable")
+UNREACHABLE = "unreachable"
+# What the database is, and the body that says it.
+BODIES = {
+    writable.OK: HEALTHY,
+    UNREACHABLE: UNHEALTHY,
+    writable.FULL: _health_body("unavailable", writable.FULL),
+    writable.READ_ONLY: _health_body("unavailable", writable.READ_ONLY),
+}
 
 
 class DatabaseCheck:
-    """Whether the database answered a `SELECT 1`, asked at most every
-    `max_age` seconds per process: a load balancer polling every few seconds
-    sees every outage, while a flood of /healthz (it is public and not rate
-    limited) costs the database one statement per second per process, not one
-    per request. A failed check is never kept: the next request asks again, so
+    """Whether the database answered a `SELECT 1` and takes writes (not full,
+    not read-only: `webapp.core.writable`), asked at most every `max_age`
+    seconds per process: a load balancer polling every few seconds sees every
+    outage, while a flood of /healthz (it is public and not rate limited)
+    costs the database one statement per second per process, not one per
+    request. A failed check is never kept: the next request asks again, so
     the answer turns healthy as soon as the database is back."""
 
     def __init__(self, max_age: float) -> None:
@@ -49,27 +58,36 @@ class DatabaseCheck:
         self._lock = threading.Lock()
 
     def healthy(self) -> bool:
+        return self.state() == writable.OK
+
+    def state(self) -> str:
+        """`ok`, `unreachable`, `full` or `read-only`."""
         if time.monotonic() - self._ok_at < self.max_age:
-            return True
+            return writable.OK
         with self._lock:  # one check at a time; the others take its answer
             if time.monotonic() - self._ok_at < self.max_age:
-                return True
+                return writable.OK
             try:
                 db.ping()
+                what = writable.condition(db.get_engine())
             except (SQLAlchemyError, OSError) as exc:
                 log.warning("health check: the database does not answer: %s", exc)
-                return False
+                return UNREACHABLE
+            if what != writable.OK:
+                log.warning("health check: the database refuses writes (%s)", what)
+                return what
             self._ok_at = time.monotonic()
-            return True
+            return writable.OK
 
 
 @bp.get("/healthz")
 def healthz() -> Response:
     check: DatabaseCheck = current_app.extensions["core.database_check"]
-    if check.healthy():
+    state = check.state()
+    if state == writable.OK:
         resp = Response(HEALTHY, 200, mimetype="application/json")
     else:
-        resp = Response(UNHEALTHY, 503, mimetype="application/json")
+        resp = Response(BODIES[state], 503, mimetype="application/json")
         resp.headers["Retry-After"] = "5"
     resp.headers["Cache-Control"] = "no-store"
     return resp
@@ -85,12 +103,16 @@ _HEADERS = [
     ("Vary", "Cookie"),
 ]
 _ANSWERS = {
-    True: ("200 OK", [("Content-Length", str(len(HEALTHY))), *_HEADERS], HEALTHY),
-    False: (
-        "503 SERVICE UNAVAILABLE",
-        [("Content-Length", str(len(UNHEALTHY))), *_HEADERS, ("Retry-After", "5")],
-        UNHEALTHY,
-    ),
+    state: (
+        ("200 OK", [("Content-Length", str(len(body))), *_HEADERS], body)
+        if state == writable.OK
+        else (
+            "503 SERVICE UNAVAILABLE",
+            [("Content-Length", str(len(body))), *_HEADERS, ("Retry-After", "5")],
+            body,
+        )
+    )
+    for state, body in BODIES.items()
 }
 Observe = Callable[[str, str, int, float], None]
 StartResponse = Callable[..., Any]
@@ -112,7 +134,7 @@ class QuickHealth:
         if environ.get("PATH_INFO") != "/healthz" or environ.get("REQUEST_METHOD") != "GET":
             return self.app(environ, start_response)
         started = time.perf_counter()
-        status, headers, body = _ANSWERS[self.check.healthy()]
+        status, headers, body = _ANSWERS[self.check.state()]
         start_response(status, list(headers))
         if self.observe is not None:
             self.observe("GET", "/healthz", int(status[:3]), time.perf_counter() - started)

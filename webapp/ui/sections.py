@@ -155,7 +155,7 @@ def on_unexpected_error(
     def _unexpected(exc: Exception) -> Response | HTTPException:
         if isinstance(exc, HTTPException):
             return exc
-        if isinstance(exc, security.DATABASE_UNAVAILABLE):
+        if security.is_unavailable(exc):
             return security.unavailable(exc)
         log.exception("%s request failed", name, exc_info=exc)
         section = section_of((request.endpoint or "").rsplit(".", 1)[-1])

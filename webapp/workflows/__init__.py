@@ -36,6 +36,17 @@ from flask import Flask
 from webapp.core.security import csrf
 from webapp.jobs.registry import JobSpec, register_job
 from webapp.workflows import cli, webhook_route
+from webapp.workflows.client import (
+    RunHead,
+    StreamItem,
+    run_head,
+    signal,
+    state,
+    stream_after,
+    stream_versions,
+    update,
+    update_with_start,
+)
 from webapp.workflows.definition import match
 from webapp.workflows.definition.builders import (
     DefinitionError,
@@ -43,10 +54,12 @@ from webapp.workflows.definition.builders import (
     append_event,
     branch,
     call,
+    collect,
     compute,
     for_each,
     limit,
     on,
+    one,
     parse_duration,
     quiet,
     rate,
@@ -59,25 +72,48 @@ from webapp.workflows.definition.builders import (
     wait_for_event,
     workflow,
 )
-from webapp.workflows.definition.context import RunContext
-from webapp.workflows.dispatch import signals, sweep
-from webapp.workflows.store import cron_ticks, projection
+from webapp.workflows.definition.messages import (
+    Rejected,
+    set_state,
+    wait_for_signal,
+    wait_for_update,
+)
+from webapp.workflows.definition.model import RunContext
+from webapp.workflows.dispatch import pg_wake, signals, sweep
+from webapp.workflows.store import cron_ticks, messages, progress, projection
+from webapp.workflows.store.messages import (
+    MessageError,
+    RunNotFound,
+    RunNotOpen,
+    UpdateResult,
+)
+from webapp.workflows.store.progress import ProgressLimitExceeded
 from webapp.workflows.triggers import registry, subject_erasure
 from webapp.workflows.triggers.registry import register, register_handler, registered, unregister
 
 __all__ = [
     "DefinitionError",
+    "MessageError",
+    "ProgressLimitExceeded",
+    "Rejected",
+    "StreamItem",
+    "RunNotFound",
+    "RunNotOpen",
+    "UpdateResult",
     "RunContext",
+    "RunHead",
     "Workflow",
     "append_event",
     "branch",
     "call",
+    "collect",
     "compute",
     "for_each",
     "init_app",
     "limit",
     "match",
     "on",
+    "one",
     "parse_duration",
     "quiet",
     "rate",
@@ -87,12 +123,22 @@ __all__ = [
     "registry",
     "ret",
     "retry",
+    "run_head",
     "run_workflow",
     "send_mail",
     "send_webhook",
+    "set_state",
+    "signal",
+    "state",
+    "stream_after",
+    "stream_versions",
     "unregister",
+    "update",
+    "update_with_start",
     "wait",
     "wait_for_event",
+    "wait_for_signal",
+    "wait_for_update",
     "workflow",
 ]
 
@@ -104,11 +150,17 @@ def init_app(app: Flask) -> None:
     global _core_registered
     if not _core_registered:
         projection.register()
+        messages.register()
+        progress.register()
         cron_ticks.register()
         signals.install()
+        pg_wake.install()
         subject_erasure.register()
         register_job(JobSpec("resume-due-runs", sweep.resume_due_runs, "* * * * *", True, "skip"))
         _core_registered = True
+    cfg = app.config["APP_CONFIG"]
+    progress.configure(cfg.workflow_progress_max_entries, cfg.workflow_progress_max_bytes)
+    pg_wake.configure(cfg.listen_url)
     app.register_blueprint(webhook_route.bp)
     csrf.exempt(webhook_route.bp)  # webhooks are signed, not session-bound
     app.cli.add_command(cli.workflows_cli)

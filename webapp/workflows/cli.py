@@ -1,5 +1,5 @@
 """`flask workflows runs|show|cancel|retry|stuck|resume|pause|pause-workflow|
-resume-workflow|versions|check|migrate|backfill`."""
+resume-workflow|versions|check|migrate|backfill|signal|update`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import click
 from flask.cli import AppGroup
 
 from webapp.core import actors, db
-from webapp.workflows import bulk, pausing, rerun
+from webapp.workflows import bulk, client, pausing, rerun
 from webapp.workflows import operations as ops
 from webapp.workflows import versions as vers
+from webapp.workflows.store import messages
 from webapp.workflows.store.run_events import RunStatus
 from webapp.workflows.triggers import cron
 
@@ -80,6 +81,20 @@ def show(run_id: str, as_json: bool) -> None:
             click.echo(
                 f"  queued: key {q['key']!r}, position {q['position']}, priority {q['priority']}"
             )
+    if info["batch"]:
+        b = info["batch"]
+        click.echo(f"  batch: key {b['key']!r}, {b['count']} events")
+        for e in b["events"]:
+            click.echo(f"    #{e['position']}  {e['type']}  {e['aggregateId']}  {e['eventId']}")
+    if info["singleton"]:
+        s = info["singleton"]
+        click.echo(f"  singleton: key {s['key']!r}")
+        for replaced in s["replaces"]:
+            click.echo(f"  replaced: run {replaced}")
+        if s["replacedBy"]:
+            click.echo(f"  replaced by: run {s['replacedBy']}")
+        if s["skippedFor"]:
+            click.echo(f"  skipped: run {s['skippedFor']} of the key was open")
     for p in info["pending"]:
         if p["kind"] == "deadline":
             click.echo(f"  deadline: {p['wakeAt']}")
@@ -92,6 +107,10 @@ def show(run_id: str, as_json: bool) -> None:
         click.echo(f"  parent: {info['parent']}")
     for c in info["children"]:
         click.echo(f"  child: {c['runId']}  {c['workflow']}  {c['status']}")
+    if info["state"]:
+        click.echo(f"  state: {json.dumps(info['state'], sort_keys=True, default=str)}")
+    for m in info["messages"]:
+        click.echo(f"  {m['kind']}: {m['name']}  {m['status']}  sent {m['sentAt'][:19]}")
     click.echo(f"  results: {json.dumps(info['results'], sort_keys=True, default=str)}")
     for e in info["events"]:
         click.echo(
@@ -308,3 +327,48 @@ def backfill_cmd(name: str, start: str, end: str, tenant: str) -> None:
     with _refused(ValueError):
         done = cron.backfill(name, tenant, start, end)
     click.echo(f"backfill {name}: {done}")
+
+
+def _payload(text: str | None) -> object:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise click.ClickException(f"--payload is not JSON: {exc}") from None
+
+
+_REFUSED = (messages.RunNotFound, messages.RunNotOpen, messages.MessageError)
+
+
+@workflows_cli.command("signal")
+@click.argument("run_id")
+@click.argument("name")
+@click.option("--payload", default=None, help="The signal's payload, as JSON.")
+@click.option("--key", default=None, help="An idempotency key: sent once per key.")
+@click.option("--tenant", default="default", show_default=True)
+def signal_cmd(run_id: str, name: str, payload: str | None, key: str | None, tenant: str) -> None:
+    """Send a signal to a run (kept until a wait for it takes it)."""
+    with _refused(*_REFUSED):
+        signal_id = client.signal(run_id, name, _payload(payload), key=key, tenant=tenant)
+    click.echo(f"signal {name} sent to run {run_id}: {signal_id}")
+
+
+@workflows_cli.command("update")
+@click.argument("run_id")
+@click.argument("name")
+@click.option("--payload", default=None, help="The update's payload, as JSON.")
+@click.option("--key", default=None, help="An idempotency key: asked once per key.")
+@click.option("--timeout", default=client.DEFAULT_TIMEOUT, show_default=True, type=float)
+@click.option("--tenant", default="default", show_default=True)
+def update_cmd(
+    run_id: str, name: str, payload: str | None, key: str | None, timeout: float, tenant: str
+) -> None:
+    """Send an update to a run and print its answer (exit 1 unless accepted)."""
+    with _refused(*_REFUSED):
+        answer = client.update(run_id, name, _payload(payload), timeout, key=key, tenant=tenant)
+    click.echo(
+        json.dumps({"outcome": answer.outcome, "value": answer.value, "reason": answer.reason})
+    )
+    if not answer.accepted:
+        raise SystemExit(1)

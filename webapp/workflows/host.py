@@ -38,14 +38,15 @@ class Host:
     on_loop_turn: Callable[[str], None] = _nothing
 
 
-_host = Host()
+# The installed host: the engine calls `host.hooks.on_step(...)` and so on.
+hooks = Host()
 
 
 def install(host: Host) -> None:
     """Give the engine its host (the app factory does it, once per app)."""
-    global _host
-    _host = host
+    global hooks
+    hooks = host
 
 
 def current() -> Host:
-    return _host
+    return hooks

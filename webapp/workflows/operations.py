@@ -8,11 +8,12 @@ from sqlalchemy import Connection
 
 from webapp.core import db
 from webapp.eventstore import Event, read_stream
+from webapp.workflows.definition.model import STATE
 from webapp.workflows.dispatch.signals import schedule_advance
 from webapp.workflows.dispatch.sweep import STUCK_AFTER
-from webapp.workflows.engine import claim_writes, claims, continuation
-from webapp.workflows.engine.resume_rules import fits
-from webapp.workflows.store import definitions, queries, runs, slots
+from webapp.workflows.engine import resume as resuming
+from webapp.workflows.engine.resume import fits
+from webapp.workflows.store import batches, definitions, messages, queries, runs, singletons, slots
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import SETTLED, RunStatus
 
@@ -20,7 +21,7 @@ from webapp.workflows.store.run_events import SETTLED, RunStatus
 def resume(tenant_id: str, run_id: str, step_index: int) -> str:
     """resume-run by hand (rules 1-7, docs/workflows.md): the result word.
     ValueError (rule 1) names what is wrong with the request."""
-    return continuation.resume_run(tenant_id, run_id, step_index)
+    return resuming.resume_run(tenant_id, run_id, step_index)
 
 
 class OperationError(Exception):
@@ -58,8 +59,11 @@ def describe_run(conn: Connection, run_id: str) -> dict[str, Any]:
     """What an operator asks first about a run (`flask workflows show`), as
     plain JSON-able values: status, version, results (a completed run's
     return value under "return"), the pending wait or timer, its queue place
-    when queued, and its events."""
+    when queued, its batch (`batch=collect(...)`: key, count, its events)
+    or singleton (`singleton=one(...)`: key, what it replaced or was
+    replaced by, the open run it was skipped for), and its events."""
     row = find_run(conn, run_id)
+    events = timeline(conn, run_id)
     queue = None
     if row.status == RunStatus.QUEUED:
         queue = {
@@ -80,6 +84,18 @@ def describe_run(conn: Connection, run_id: str) -> dict[str, Any]:
         "error": row.error,
         "reason": row.reason,
         "results": dict(row.results or {}),
+        "state": dict((row.results or {}).get(STATE) or {}),
+        "messages": [
+            {
+                "id": m.message_id,
+                "kind": m.kind,
+                "name": m.name,
+                "status": m.status,
+                "key": m.idempotency_key,
+                "sentAt": m.sent_at.isoformat(),
+            }
+            for m in messages.of_run(conn, row.tenant_id, row.run_id)
+        ],
         "concurrencyKey": row.concurrency_key,
         "rateKey": row.rate_key,
         "queue": queue,
@@ -106,8 +122,10 @@ def describe_run(conn: Connection, run_id: str) -> dict[str, Any]:
                 "payload": e.payload,
                 "actor": e.metadata.get("actor"),
             }
-            for e in timeline(conn, run_id)
+            for e in events
         ],
+        "batch": batches.describe(conn, events),
+        "singleton": singletons.describe(events),
     }
 
 
@@ -137,12 +155,12 @@ def retry(run_id: str, actor: str | None = None) -> Event:
         row = runs.lock_run(conn, found.tenant_id, run_id)
         if row.status != RunStatus.FAILED:
             raise OperationError(f"run {run_id} is {row.status}; only failed runs can be retried")
-        wf = claims.definition_of(row)
+        wf = resuming.definition_of(row)
         if wf is None:
             raise OperationError(
                 f"workflow {row.workflow_name!r} version {row.definition_version} is not registered"
             )
-        shape = claims.old_shapes(conn, [row]).get(row.fingerprint)
+        shape = resuming.old_shapes(conn, [row]).get(row.fingerprint)
         adopt = fits(wf, row.fingerprint, shape, row.step_index, waiting=False)
         if adopt is None:
             raise OperationError(
@@ -152,7 +170,7 @@ def retry(run_id: str, actor: str | None = None) -> Event:
         if not row.trigger_event_ref:
             raise OperationError(f"run {run_id} never started (its trigger failed)")
         if adopt:
-            migrated = claim_writes.adopted(row, row.step_index, wf)
+            migrated = resuming.adopted(row, row.step_index, wf)
             definitions.record(conn, wf)
             runs.append_run_event(conn, row, migrated.type, migrated.payload, actor)
             row = runs.lock_run(conn, found.tenant_id, run_id)

@@ -21,7 +21,7 @@ from webapp.workflows.definition import compat
 from webapp.workflows.definition.controls import ControlError
 from webapp.workflows.definition.model import Branch, ForEach, Retry, Step, Workflow
 from webapp.workflows.dispatch.signals import schedule_advance
-from webapp.workflows.engine import claims
+from webapp.workflows.engine import resume
 from webapp.workflows.engine.run_controls import with_controls
 from webapp.workflows.operations import OperationError, find_run
 from webapp.workflows.store import definitions, runs, slots
@@ -35,7 +35,7 @@ def rerun(run_id: str, from_step: Any, actor: str | None = None) -> str:
         row = find_run(conn, run_id)
         if row.status in (RunStatus.QUEUED, RunStatus.SKIPPED) or not row.trigger_event_ref:
             raise OperationError(f"run {run_id} never started: nothing to rerun")
-        wf = claims.definition_of(row)
+        wf = resume.definition_of(row)
         if wf is None:
             raise OperationError(
                 f"workflow {row.workflow_name!r} version {row.definition_version} is not registered"

@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 
 from webapp.workflows.definition import catalog, compat
 from webapp.workflows.definition.compat import StepChange
-from webapp.workflows.engine.resume_rules import fits
+from webapp.workflows.engine.resume import fits
 from webapp.workflows.store import definitions, queries, runs
 from webapp.workflows.store import run_events as ev
 from webapp.workflows.store.run_events import RunStatus

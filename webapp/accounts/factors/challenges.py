@@ -28,8 +28,10 @@ SESSION_KEY = "webauthn_binding"
 
 REGISTER = "register"
 SIGN_IN = "signin"  # passwordless, on /login
+AUTOFILL = "autofill"  # passwordless, offered in the email field's autofill on /login
 SECOND_STEP = "second"  # after the password
 REAUTH = "reauth"  # *Confirm it's you*
+PASSWORDLESS = (SIGN_IN, AUTOFILL)  # the passkey names its account
 
 
 @dataclass(frozen=True)

@@ -137,8 +137,8 @@ def remove(user: User, factor_id: str) -> Result:
 def authentication_options(purpose: str, user: User | None = None) -> str:
     """Options for `get()`: any passkey of this site for the passwordless
     sign-in (user verification required), else the account's own passkeys."""
-    if user is None:
-        challenge = challenges.issue(challenges.SIGN_IN, DEFAULT_TENANT)
+    if user is None:  # SIGN_IN, or AUTOFILL: its own challenge, so the button's never races it
+        challenge = challenges.issue(purpose, DEFAULT_TENANT)
         return passkeys.authentication_options(_rp(), challenge, None, verify_user=True)
     with db.reading() as conn:
         allowed = [p.credential_id for p in passkeys_of(conn, user)]
@@ -169,7 +169,7 @@ def check(purpose: str, response: str, user: User | None = None) -> Checked:
         or (user is not None and found.user_id != user.id)
     ):
         return Checked(None, UNKNOWN)
-    passwordless = purpose == challenges.SIGN_IN
+    passwordless = purpose in challenges.PASSWORDLESS
     # A discoverable passkey names its account: it must be the one its id says.
     if (passwordless and answer.user_handle is None) or (
         answer.user_handle is not None and answer.user_handle != found.user_handle

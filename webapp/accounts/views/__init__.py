@@ -1,2 +1,3 @@
 """The account pages, one module per screen: `auth` (sign-up, sign-in,
-sign-out, the links from account mails) and `reset` (forgot password)."""
+sign-out, the links from account mails), `reset` (forgot password) and
+`signin_code` (sign-in by emailed code)."""

@@ -131,6 +131,21 @@ def _failed(row: Any, owner: str, error: str) -> str:
     return "retry"
 
 
+def release_claims() -> int:
+    """Drop every claim on a pending row: after a restore, the workers that
+    held them belong to the database that was replaced (a restore refuses
+    while any process runs), so nothing will finish those sends. Whether such
+    a mail went out before the backup's world ended cannot be known: it is
+    sent (again) rather than never. Returns how many claims were dropped."""
+    with db.transaction() as conn:
+        released = conn.execute(
+            update(mail_outbox)
+            .where(mail_outbox.c.status == PENDING, mail_outbox.c.lease_until.is_not(None))
+            .values(lease_owner=None, lease_until=None)
+        )
+        return int(released.rowcount)
+
+
 def sweep(now: datetime | None = None) -> list[int]:
     """Mark rows whose last attempt died with its worker as failed, and return
     the ids that are due (the caller queues their delivery)."""

@@ -28,6 +28,7 @@ from flask_babel import gettext
 from flask_login import login_required
 from markupsafe import Markup
 
+import webapp.workflows as wf
 from webapp.accounts import i18n, ratelimit, restriction
 from webapp.accounts.result import Result
 from webapp.accounts.session import sign_out, signed_in_user
@@ -35,7 +36,7 @@ from webapp.core import db
 from webapp.core.render_cache import RenderCache
 from webapp.privacy import activity, downloads, exports, forms
 from webapp.privacy import shown as privacy_shown
-from webapp.privacy.export_workflow import folder
+from webapp.privacy.export_workflow import folder, run_id_of
 from webapp.ui import danger_zone, pages, sections
 from webapp.ui import forms as forms_core
 from webapp.ui.sections import Screen, View
@@ -87,6 +88,7 @@ def _render(
         user=view.user,
         export_job=job,
         export_ready=_ready(job),
+        export_run=wf.run_head(run_id_of(job.id)) if job is not None and job.active else None,
         activity=entries,
         danger=_danger(),
     )
@@ -157,9 +159,10 @@ def export_status() -> Response:
     if request.args.get("poll") and forms_core.is_fragment():
         with db.reading() as conn:
             job = exports.latest(conn, me)
-        if job is not None and job.active:
+        if job is not None and job.active and wf.run_head(run_id_of(job.id)) is None:
             # Unchanged: 204 swaps nothing (htmx-config), so focus stays and the
-            # status is not re-announced; the polling goes on.
+            # status is not re-announced; the polling goes on. Once the job's
+            # run exists the section is sent again: it then follows the run live.
             resp = make_response("", 204)
             resp.vary.add("HX-Request")
             return resp

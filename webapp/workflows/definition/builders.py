@@ -34,8 +34,8 @@ from croniter import croniter
 from webapp.eventstore.records import Event
 from webapp.workflows.definition import controls
 from webapp.workflows.definition import rates as rate_controls
-from webapp.workflows.definition.children import child_step, run_workflow
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.batches import Batch, batching, collect
+from webapp.workflows.definition.children import run_workflow
 from webapp.workflows.definition.controls import CancelOn, Limit, cron_policies, limit, on
 from webapp.workflows.definition.durations import parse_duration, to_instant
 from webapp.workflows.definition.fingerprint import describe, sha256_json
@@ -51,6 +51,7 @@ from webapp.workflows.definition.model import (
     ForEach,
     Retry,
     Return,
+    RunContext,
     SendMail,
     SendWebhook,
     Step,
@@ -59,8 +60,10 @@ from webapp.workflows.definition.model import (
     WaitForEvent,
     WebhookTrigger,
     Workflow,
+    child_step,
 )
 from webapp.workflows.definition.rates import quiet, rate
+from webapp.workflows.definition.singletons import Singleton, one, singleton_of
 from webapp.workflows.definition.steps import (
     append_event,
     branch,
@@ -99,6 +102,7 @@ __all__ = [
     "append_event",
     "branch",
     "call",
+    "collect",
     "compute",
     "describe",
     "for_each",
@@ -109,6 +113,7 @@ __all__ = [
     "run_workflow",
     "limit",
     "on",
+    "one",
     "quiet",
     "rate",
     "send_mail",
@@ -149,6 +154,8 @@ def workflow(
     throttle: rate_controls.Rate | None = None,
     rate_limit: rate_controls.Rate | None = None,
     debounce: rate_controls.Quiet | None = None,
+    batch: Batch | None = None,
+    singleton: Singleton | None = None,
 ) -> Workflow:
     """Define a workflow. Exactly one of `on` (event type), `cron` or `webhook`.
 
@@ -167,6 +174,11 @@ def workflow(
     `rate_limit=rate(...)` skips them (workflow.run-skipped), and
     `debounce=quiet(period, key=..., max_wait=...)` starts one run with the
     last trigger of a quiet period.
+
+    `batch=collect(max, within=..., key=...)` starts one run for up to `max`
+    events of a key, collected for at most `within` (`ctx.trigger_batch`);
+    `singleton=one(key=..., mode="skip"|"replace")` keeps at most one open
+    run per key.
 
     `version` (an integer >= 1) lets several versions run side by side: a run
     finishes on the version it started with, new triggers start the highest
@@ -215,6 +227,17 @@ def workflow(
     rates = rate_controls.rates(
         name, throttle, rate_limit, debounce, concurrency, cron is not None, child
     )
+    others = dict(
+        cron=cron is not None,
+        child=child,
+        key=key,
+        debounce=debounce,
+        throttle=throttle,
+        rate_limit=rate_limit,
+        concurrency=concurrency,
+    )
+    batch = batching(name, batch, singleton=singleton, **others)
+    singleton = singleton_of(name, singleton, **others)
     wf = Workflow(
         name,
         trigger,
@@ -233,6 +256,8 @@ def workflow(
         rates.throttle,
         rates.rate_limit,
         rates.debounce,
+        batch,
+        singleton,
     )
     _validate(wf)
     return wf

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.model import Workflow
+from webapp.workflows.definition.model import RunContext, Workflow
 
 if TYPE_CHECKING:  # a type only: the definition layer imports no database code
     from sqlalchemy import Connection
@@ -63,6 +62,13 @@ def versions(name: str) -> list[Workflow]:
 def registered() -> list[Workflow]:
     """Every registered workflow version."""
     return [wf for name in _workflows for wf in versions(name)]
+
+
+def families() -> tuple[set[str], set[str]]:
+    """(the workflows some registered workflow starts as children, the
+    workflows that start children)."""
+    every = registered()
+    return set().union(*(w.spawns for w in every)), {w.name for w in every if w.spawns}
 
 
 def by_webhook_path(path: str) -> Workflow | None:

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from webapp.workflows.definition.errors import DefinitionError
-from webapp.workflows.definition.model import Retry, RunWorkflow, Step
+from webapp.workflows.definition.model import RunWorkflow
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,199}$")
 
@@ -33,18 +33,3 @@ def run_workflow(
     if not isinstance(wait, bool):
         raise DefinitionError(f"run_workflow {workflow!r}: wait must be True or False")
     return RunWorkflow(name or workflow, workflow, input, wait)
-
-
-def child_step(step: Step) -> RunWorkflow | None:
-    """The `run_workflow` a top-level step starts: itself, or the only step
-    inside a `retry`; None for any other step."""
-    if isinstance(step, RunWorkflow):
-        return step
-    if isinstance(step, Retry) and len(step.do) == 1 and isinstance(step.do[0], RunWorkflow):
-        return step.do[0]
-    return None
-
-
-def spawned(steps: tuple[Step, ...]) -> set[str]:
-    """The workflows these top-level steps start as children."""
-    return {c.workflow for s in steps if (c := child_step(s)) is not None}

@@ -166,3 +166,21 @@ def cron_policies(
             )
     resolved: Overlap = overlap if overlap is not None else ("allow" if concurrency else "skip")
     return resolved, window
+
+
+def control_key(fn: Callable[[Event], Any] | None, event: Event, field: str) -> str:
+    """A flow control's key for `event` (rate, batch, singleton ...): "" without
+    a key function (one key for the whole workflow); ControlError when the
+    function fails, returns None or a key over 200 characters."""
+    if fn is None:
+        return ""
+    try:
+        value = fn(event)
+    except Exception as exc:
+        raise ControlError(f"the {field} key function failed ({type(exc).__name__})") from exc
+    if value is None:
+        raise ControlError(f"the {field} key function returned None")
+    text = str(value)
+    if len(text) > 200:
+        raise ControlError(f"a {field} key is at most 200 characters")
+    return text

@@ -6,6 +6,7 @@ interpreter (`webapp.workflows.interpreter`) runs them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -13,11 +14,68 @@ from functools import cached_property
 from typing import Any, Literal
 
 from webapp.eventstore.records import Event
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.batches import Batch
 from webapp.workflows.definition.controls import ONE_RUN, CancelOn, Limit, Overlap
 from webapp.workflows.definition.errors import DefinitionError as DefinitionError  # re-exported
 from webapp.workflows.definition.fingerprint import fingerprint, shape
 from webapp.workflows.definition.rates import Quiet, Rate, Rates
+from webapp.workflows.definition.singletons import Singleton
+
+# -- the run context ------------------------------------------------------------
+
+STATE = "$state"  # results key: the run's named state (`set_state`), read by clients
+MAX_STATE_BYTES = 64 * 1024  # the state's JSON, all names together
+
+
+@dataclass
+class RunContext:
+    """The trigger event, the results so far (by step name), the attempt."""
+
+    tenant_id: str
+    run_id: str
+    workflow_name: str
+    trigger: Event
+    results: dict[str, Any] = field(default_factory=dict)
+    attempt: int = 1
+    step_index: int = 0
+    # Set by the run loop: appends a progress entry (`emit`).
+    emitter: Callable[[str, Any], int] | None = field(default=None, repr=False, compare=False)
+    batch: tuple[Event, ...] = ()  # a batched run's events (`batch=collect(...)`)
+
+    @property
+    def trigger_batch(self) -> list[Event]:
+        """The events of the run's batch, in log order (`batch=collect(...)`);
+        for a run that is not batched, its one trigger event."""
+        return list(self.batch) if self.batch else [self.trigger]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.results[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.results.get(name, default)
+
+    def set_state(self, name: str, value: Any) -> None:
+        """Set the run's named state `name` (JSON-able): what a client reads
+        with `wf.state(run_id)`, committed with the step's progress."""
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise ValueError("set_state: the name must be text of 1 to 200 characters")
+        state = dict(self.results.get(STATE) or {})
+        state[name] = value
+        try:
+            size = len(json.dumps(state))
+        except (TypeError, ValueError):
+            raise TypeError(f"set_state {name!r}: the value is not JSON-serialisable") from None
+        if size > MAX_STATE_BYTES:
+            raise ValueError(f"set_state {name!r}: the state would exceed {MAX_STATE_BYTES} bytes")
+        self.results[STATE] = state
+
+    def emit(self, name: str, data: Any = None) -> int:
+        """Append an entry to the run's progress stream (what a live page
+        shows), committed at once: its number. Only in a running step."""
+        if self.emitter is None:
+            raise RuntimeError("emit: only inside a step of a running run")
+        return self.emitter(name, data)
+
 
 # -- triggers -------------------------------------------------------------------
 
@@ -192,6 +250,8 @@ class Workflow:
     throttle: Rate | None = None  # the excess waits for the window
     rate_limit: Rate | None = None  # the excess is skipped
     debounce: Quiet | None = None  # the last trigger of a quiet period starts
+    batch: Batch | None = None  # one run for up to `max` events of a key
+    singleton: Singleton | None = None  # at most one open run per key
 
     @cached_property
     def rates(self) -> Rates:
@@ -207,7 +267,12 @@ class Workflow:
         """What the deploy check and the compatibility rule compare (`compat`)."""
         return shape(self)
 
-    @property
+    @cached_property
+    def spawns(self) -> frozenset[str]:
+        """The workflows its top-level steps start as children."""
+        return frozenset(c.workflow for s in self.steps if (c := child_step(s)) is not None)
+
+    @cached_property
     def slot_limit(self) -> Limit | None:
         """The limit the store enforces: the declared one, else one run at a
         time for a cron workflow whose overlap is skip or buffer_one."""
@@ -224,3 +289,13 @@ class Workflow:
             return self.idempotency_key
         key = self.idempotency_key(event)
         return None if key is None else str(key)
+
+
+def child_step(step: Step) -> RunWorkflow | None:
+    """The `run_workflow` a top-level step starts: itself, or the only step
+    inside a `retry`; None for any other step."""
+    if isinstance(step, RunWorkflow):
+        return step
+    if isinstance(step, Retry) and len(step.do) == 1 and isinstance(step.do[0], RunWorkflow):
+        return step.do[0]
+    return None

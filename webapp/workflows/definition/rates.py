@@ -12,26 +12,11 @@ from datetime import timedelta
 from typing import Any
 
 from webapp.eventstore.records import Event
-from webapp.workflows.definition.controls import ControlError, positive_span
+from webapp.workflows.definition.controls import ControlError, control_key, positive_span
 
 
 def _span(what: str, value: Any) -> timedelta:
     return positive_span(what, value)
-
-
-def _rate_key(fn: Callable[[Event], Any] | None, event: Event, field: str) -> str:
-    if fn is None:
-        return ""
-    try:
-        value = fn(event)
-    except Exception as exc:
-        raise ControlError(f"the {field} key function failed ({type(exc).__name__})") from exc
-    if value is None:
-        raise ControlError(f"the {field} key function returned None")
-    text = str(value)
-    if len(text) > 200:
-        raise ControlError(f"a {field} key is at most 200 characters")
-    return text
 
 
 @dataclass(frozen=True)
@@ -46,7 +31,7 @@ class Rate:
 
     def key_for(self, event: Event, field: str = "rate") -> str:
         """The run's rate key ("" without a key function: the whole workflow)."""
-        return _rate_key(self.key, event, field)
+        return control_key(self.key, event, field)
 
 
 def rate(
@@ -70,7 +55,7 @@ class Quiet:
     max_wait: timedelta | None = None
 
     def key_for(self, event: Event) -> str:
-        return _rate_key(self.key, event, "debounce")
+        return control_key(self.key, event, "debounce")
 
 
 def quiet(

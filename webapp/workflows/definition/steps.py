@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
-from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.model import (
     AppendEvent,
     Branch,
@@ -20,6 +19,7 @@ from webapp.workflows.definition.model import (
     ForEach,
     Retry,
     Return,
+    RunContext,
     SendMail,
     SendWebhook,
     Step,

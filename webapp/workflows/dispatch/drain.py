@@ -1,9 +1,9 @@
 """Draining due pending rows: claim a batch, continue the claimed runs.
 
-Batches are claimed oldest first (`store.locks.lock_due`: FOR UPDATE SKIP
+Batches are claimed oldest first (`store.runs.lock_due`: FOR UPDATE SKIP
 LOCKED on PostgreSQL, so parallel drains take disjoint rows) through the one
-claim path (`engine.claims.claim`); runs whose continuation needs no commit
-of its own are finished together (`engine.continuation.continue_runs`)."""
+claim path (`engine.resume.claim`); runs whose continuation needs no commit
+of its own are finished together (`engine.resume.continue_runs`)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,9 @@ from sqlalchemy.exc import DBAPIError
 from webapp.core import db
 from webapp.eventstore import VersionConflict
 from webapp.workflows.dispatch import signals
-from webapp.workflows.engine import claims, continuation
-from webapp.workflows.engine.claims import Claim
-from webapp.workflows.engine.resume_rules import ResumeResult
-from webapp.workflows.store import locks
+from webapp.workflows.engine import resume
+from webapp.workflows.engine.resume import Claim, ResumeResult
+from webapp.workflows.store import runs
 
 log = logging.getLogger("webapp.workflows")
 
@@ -42,9 +41,9 @@ def drain_batch(tenant_id: str, limit: int = BATCH) -> int:
     for attempt in range(3):
         try:
             with db.transaction() as conn:
-                found, pairs = locks.lock_due(conn, tenant_id, limit)
+                found, pairs = runs.lock_due(conn, tenant_id, limit)
                 keys = [(p.run_id, p.step_index) for p, _ in pairs]
-                claimed = claims.claim(conn, tenant_id, pairs)
+                claimed = resume.claim(conn, tenant_id, pairs)
             break
         except VersionConflict:
             log.warning("batch claim conflicted; trying again", extra={"attempt": attempt})
@@ -57,7 +56,7 @@ def drain_batch(tenant_id: str, limit: int = BATCH) -> int:
     else:
         claimed = _claim_each(tenant_id, keys)
     states = [c.state for c in claimed if c.result == ResumeResult.RESUMED and c.state]
-    continuation.continue_runs(tenant_id, states)
+    resume.continue_runs(tenant_id, states)
     return found
 
 
@@ -68,7 +67,7 @@ def _claim_each(tenant_id: str, keys: list[tuple[str, int]]) -> list[Claim]:
     for run_id, step_index in keys:
         try:
             with db.transaction() as conn:
-                out += claims.claim_due(conn, tenant_id, [(run_id, step_index)])[2]
+                out += resume.claim_due(conn, tenant_id, [(run_id, step_index)])[2]
         except Exception:
             log.exception(
                 "resume dispatch failed", extra={"run_id": run_id, "step_index": step_index}

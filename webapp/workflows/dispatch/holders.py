@@ -7,7 +7,7 @@ the leases it takes or renews record the name as their holder
 (`heartbeat.set_holder`). A SIGKILLed process stops refreshing, and its key
 is gone within `TTL`. The timer's lease check then takes over a lease whose
 holder's key is gone and that missed its renewals (`abandoned`, and
-`resume_rules.abandoned` again under the row's lock), without waiting for
+`resume.abandoned` again under the row's lock), without waiting for
 the lease to expire.
 
 A missing key is trusted only while Redis shows it has not lost keys: the

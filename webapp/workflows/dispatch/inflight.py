@@ -13,7 +13,7 @@ or after it (the request is in flight), never between the two:
   the holder's in-flight set until the job is enqueued.
 
 A resume request popped from the resume list, or an advance or resume job,
-is claimed only after its continuation ran ahead (`engine.settle_ahead`: the
+is claimed only after its continuation ran ahead (`engine.resume`: the
 pure steps up to the next stop run before the claim, so that the claim's
 transaction commits them too). Until that claim commits, the database shows
 nothing of the worker: no lease, no holder. So while it works on them, the

@@ -4,7 +4,7 @@ A step due now (an awaited event woke it, its timer fired, a look-back found
 its event) is pushed as "tenant|run|step" onto a Redis list
 (`signals.request_resume`). Each worker's loop pops it (with whatever else is
 waiting, up to `BATCH`), validates it like every resume-run entry (rule 1),
-claims the due rows of a tenant in one transaction (`continuation.resume_many`:
+claims the due rows of a tenant in one transaction (`resume.resume_many`:
 rules 2-7, the same claim as the job's) and finishes the quick continuations
 together. A continuation that needs commits of its own (a mail, a webhook,
 a wait for an event ...) is handed to RQ under the lease the claim took
@@ -35,7 +35,7 @@ from redis import Redis
 from webapp.core.redis_conn import get_redis
 from webapp.workflows import host
 from webapp.workflows.dispatch import inflight, signals
-from webapp.workflows.engine import continuation, heartbeat, transient
+from webapp.workflows.engine import heartbeat, resume, transient
 
 log = logging.getLogger("webapp.workflows")
 
@@ -63,7 +63,7 @@ def pop(r: Redis, block_s: float = BLOCK_S, holder: str | None = None) -> list[A
 
 def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
     """Resume what the requests ask for, one claim transaction per tenant
-    (`continuation.resume_requests`: a request that fails rule 1 is logged
+    (`resume.resume_requests`: a request that fails rule 1 is logged
     and dropped)."""
     requests = []
     advances: dict[str, list[str]] = {}
@@ -83,8 +83,8 @@ def handle(raw: list[Any]) -> dict[tuple[str, str, int], str]:
     for tenant_id in sorted(controls):
         signals.request_drain(tenant_id)
     for tenant_id, run_ids in advances.items():
-        continuation.advance_many(tenant_id, run_ids, handoff=signals.request_continue)
-    return continuation.resume_requests(requests, handoff=signals.request_continue)
+        resume.advance_many(tenant_id, run_ids, handoff=signals.request_continue)
+    return resume.resume_requests(requests, handoff=signals.request_continue)
 
 
 def give_back(r: Redis, raw: list[Any], holder: str | None = None) -> None:
@@ -105,13 +105,13 @@ def loop(stop: threading.Event, holder: str | None = None) -> None:
     and nothing is taken before its liveness key exists: a dead worker is
     only found, and its batch pushed back, through that key."""
     while holder is not None and heartbeat.holder() != holder and not stop.is_set():
-        host.current().on_loop_turn("resume")
+        host.hooks.on_loop_turn("resume")
         _say_alive()  # requests wait on the list for this loop, not as RQ jobs beside it
         stop.wait(NAMED_POLL_S)
     alive_until = 0.0
     outage = False
     while not stop.is_set():
-        host.current().on_loop_turn("resume")
+        host.hooks.on_loop_turn("resume")
         raw: list[Any] = []
         r = get_redis()
         try:

@@ -1,5 +1,7 @@
 """The minute sweep (per tenant): the safety net behind the immediate
-signals. Re-dispatches running runs whose lease expired and drains due rows."""
+signals. Re-dispatches running runs whose lease expired, does the look-backs
+still owed (a worker died between a wait's commit and its look-back), and
+drains due rows."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from datetime import datetime, timedelta
 
 from webapp.core import db
 from webapp.workflows.dispatch.drain import drain
-from webapp.workflows.engine import continuation
-from webapp.workflows.engine.resume_rules import ResumeResult
-from webapp.workflows.store import queries, slots
+from webapp.workflows.engine import resume
+from webapp.workflows.engine.resume import ResumeResult
+from webapp.workflows.store import pending, queries, slots
 
 log = logging.getLogger("webapp.workflows")
 
@@ -23,7 +25,8 @@ def resume_due_runs(tenant_id: str | None, _tick: datetime | None = None) -> Non
 
 def sweep(tenant_id: str | None) -> dict[str, int]:
     """The minute job (per tenant): the safety net behind the immediate
-    signals. Re-dispatches stale running runs and drains due rows."""
+    signals. Re-dispatches stale running runs, does owed look-backs and drains
+    due rows."""
     if tenant_id is None:
         return {}
     with db.reading() as conn:
@@ -31,15 +34,21 @@ def sweep(tenant_id: str | None) -> dict[str, int]:
     advanced = 0
     for run_id in stale:
         try:
-            if continuation.advance(tenant_id, run_id) not in (
+            if resume.advance(tenant_id, run_id) not in (
                 ResumeResult.LEASED,
                 ResumeResult.NOT_RUNNING,
             ):
                 advanced += 1
         except Exception:
             log.exception("stale run could not be advanced", extra={"run_id": run_id})
+    looked_back = pending.look_back_owed(tenant_id)
     drained = drain(tenant_id)
-    return {"advanced": advanced, "resumed": drained, "admitted": refill_all(tenant_id)}
+    return {
+        "advanced": advanced,
+        "looked_back": looked_back,
+        "resumed": drained,
+        "admitted": refill_all(tenant_id),
+    }
 
 
 def refill_all(tenant_id: str) -> int:

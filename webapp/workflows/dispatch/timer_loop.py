@@ -186,7 +186,7 @@ def loop(stop: threading.Event, poked: threading.Event | None = None) -> None:
     next_lease_check = 0.0
     outage = False
     while not stop.is_set():
-        host.current().on_loop_turn("timer")
+        host.hooks.on_loop_turn("timer")
         try:
             r = get_redis()
             if poked is not None:

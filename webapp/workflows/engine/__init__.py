@@ -1,6 +1,5 @@
-"""Running runs: the resume rules as pure functions (`resume_rules`), the one
-claim writer around them (`claims`), resuming and advancing runs
-(`continuation`), the run loop, how a run stops (`stops`) or suspends itself
+"""Running runs: resuming and advancing them (`resume`: the resume rules, the
+one claim writer around them, settle-ahead and the continuation), the run loop, how a run stops (`stops`) or suspends itself
 (`suspensions`), lease renewal while a run executes (`heartbeat`), and which
 errors are transient (`transient`).
 

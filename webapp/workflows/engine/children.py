@@ -18,15 +18,15 @@ from sqlalchemy import Connection
 from webapp.core import db
 from webapp.eventstore import Event, NewEvent, append
 from webapp.workflows.definition import catalog
-from webapp.workflows.definition.children import ChildWorkflowFailed, child_step
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.children import ChildWorkflowFailed
 from webapp.workflows.definition.controls import priority_of
-from webapp.workflows.definition.model import Step, Workflow
+from webapp.workflows.definition.model import RunContext, Step, Workflow, child_step
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.engine.run_controls import with_controls
-from webapp.workflows.engine.run_state import RunResult
+from webapp.workflows.engine.stops import RunResult
 from webapp.workflows.interpreter import json_safe, resolve
-from webapp.workflows.store import child_events, definitions, pauses, runs, slots, start_signal
+from webapp.workflows.store import children as child_store
+from webapp.workflows.store import definitions, pauses, runs, slots, start_signal
 from webapp.workflows.store import run_events as ev
 
 
@@ -48,7 +48,7 @@ def start(ctx: RunContext, step: Step, token: str) -> str | None:
     if child_wf is None:
         raise LookupError(f"run_workflow: workflow {inner.workflow!r} is not registered")
     value = json_safe(resolve(inner.input, ctx), step.name)
-    child_id = child_events.child_run_id(ctx.run_id, ctx.step_index, ctx.attempt)
+    child_id = child_store.child_run_id(ctx.run_id, ctx.step_index, ctx.attempt)
     with db.transaction() as conn:
         row = runs.owned(conn, ctx.tenant_id, ctx.run_id, token)
         if row is None:
@@ -65,7 +65,7 @@ def start(ctx: RunContext, step: Step, token: str) -> str | None:
                 attempt=1,
                 lease_until=heartbeat.lease_until(),
             )
-        payload = child_events.child_started(
+        payload = child_store.child_started(
             ctx.workflow_name,
             ctx.step_index,
             ctx.attempt,

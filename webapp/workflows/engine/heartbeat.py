@@ -18,7 +18,7 @@ A lease also names its holder: the process that took or last renewed it
 (`holder()`, set by the dispatch layer while this process keeps a liveness
 key in Redis, `webapp.workflows.dispatch.holders`; None in a process without
 one). A lease that missed its renewals (`unrenewed_before`) and whose holder's
-key is gone may be taken over before it expires (`resume_rules.decide_lease`);
+key is gone may be taken over before it expires (`resume.decide_lease`);
 the takeover writes a new token, so the old holder's commits and renewals,
 which all check the token, do nothing."""
 

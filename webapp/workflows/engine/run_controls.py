@@ -2,7 +2,7 @@
 and the cancel-on events with their match expressions evaluated against the
 run context, as the run-started (or run-queued) payload records them. The
 projection keeps them in the pending set (`store.projection`), the claim
-acts on them (`engine.resume_rules.decide_control`)."""
+acts on them (`engine.resume.decide_control`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from typing import Any
 from webapp.core import clock
 from webapp.eventstore import Event
 from webapp.workflows.definition import match as matchmod
-from webapp.workflows.definition.context import RunContext
 from webapp.workflows.definition.controls import ControlError
-from webapp.workflows.definition.model import Workflow
+from webapp.workflows.definition.model import RunContext, Workflow
 from webapp.workflows.interpreter import resolve
 from webapp.workflows.store import run_events as ev
 

@@ -17,7 +17,7 @@ them. A run whose continuation is no more than that (the usual shape after a
 wait) is finished without any intermediate commit, and the drain finishes a
 whole batch of such runs in one transaction (`stops.finish_many`). And such a
 continuation can run before its run is even taken (`stretch`): the claim or
-the lease then commits it in its own transaction (`continuation`).
+the lease then commits it in its own transaction (`resume`).
 
 An infrastructure error (`transient`) never fails the run: the loop waits, reloads
 the run's committed state and carries on.
@@ -25,25 +25,27 @@ the run's committed state and carries on.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from webapp.core import clock, db
 from webapp.eventstore import NewEvent, get_event
 from webapp.workflows.definition import catalog
-from webapp.workflows.definition.children import child_step
-from webapp.workflows.definition.context import RunContext
+from webapp.workflows.definition.messages import WaitForSignal, WaitForUpdate
 from webapp.workflows.definition.model import (
     Retry,
     Return,
+    RunContext,
     RunWorkflow,
     Step,
     Wait,
     WaitForEvent,
     Workflow,
+    child_step,
 )
 from webapp.workflows.engine import children, heartbeat, stops, suspensions, transient
-from webapp.workflows.engine.run_state import RunResult, RunState, Stop
+from webapp.workflows.engine.stops import RunResult, RunState, Stop
 from webapp.workflows.interpreter import (
     ReturnSignal,
     is_pure,
@@ -52,8 +54,8 @@ from webapp.workflows.interpreter import (
     run_step,
     run_steps,
 )
+from webapp.workflows.store import batches, progress, runs
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store import runs
 from webapp.workflows.store.run_events import RunStatus
 
 log = logging.getLogger("webapp.workflows")
@@ -83,7 +85,7 @@ def quick_at(wf: Workflow, step_index: int) -> bool:
 def stretch(state: RunState) -> Stop | None:
     """A quick continuation run in memory, ahead of its commit: the Stop it
     reaches (completed, failed, or a wait), for the transaction that takes
-    the run to commit with it (`continuation`, "settle ahead"). None when the
+    the run to commit with it (`resume`, "settle ahead"). None when the
     run is not quick, or when something failed that a retry must see (an
     infrastructure error): the run then goes the usual way."""
     if not quick(state):
@@ -181,6 +183,8 @@ def _run(state: RunState) -> str | Stop:
         dict(state.results),
         state.attempt,
         state.step_index,
+        emitter=functools.partial(progress.emit, state.tenant_id, state.run_id, token),
+        batch=batches.trigger_batch(state.tenant_id, state.run_id) if wf.batch is not None else (),
     )
     i, n = state.step_index, len(wf.steps)
     carry: list[NewEvent] = []  # events of passed waits, committed with the next stop
@@ -198,6 +202,12 @@ def _run(state: RunState) -> str | Stop:
                 return stops.waiting(ctx, step, token, state.fingerprint, at, carry)
             if isinstance(step, WaitForEvent):
                 return suspensions.for_event(ctx, wf, step, token)
+            if isinstance(step, WaitForSignal | WaitForUpdate):  # commits its own progress
+                stopped = suspensions.for_message(ctx, step, token)
+                if stopped is not None:
+                    return stopped
+                i += 1
+                continue
             if child_step(step) is not None:  # run_workflow (maybe inside a retry)
                 children.raise_if_failed(ctx)
                 started = children.start(ctx, step, token)
@@ -219,8 +229,8 @@ def _run(state: RunState) -> str | Stop:
             ctx.results["return"] = r.value
             return stops.completed(ctx, wf, token, carry)
         except Exception as exc:
-            if transient.is_infrastructure(exc):
-                raise
+            if transient.is_infrastructure(exc) or isinstance(exc, progress.NotLeased):
+                raise  # NotLeased: an emit ahead of the lease; `stretch` gives up
             if isinstance(step, Retry) and ctx.attempt < step.times:
                 return suspensions.for_retry(ctx, step, exc, token)
             return stops.failed(ctx, wf, exc, token, carry)
@@ -249,6 +259,7 @@ def _in_transaction(ctx: RunContext, state: RunState, step: Step, last: bool) ->
     its progress. Returns "completed"/"lost" when the run stopped here, None to
     go on. The step's own errors roll its writes back and propagate."""
     n = len(state.wf.steps)
+    emitter, ctx.emitter = ctx.emitter, progress.not_in_transaction  # it holds the run's row
     with db.transaction() as conn:
         row = runs.owned(conn, state.tenant_id, state.run_id, state.token)
         if row is None:
@@ -262,6 +273,8 @@ def _in_transaction(ctx: RunContext, state: RunState, step: Step, last: bool) ->
         except ReturnSignal as r:
             ctx.results["return"] = r.value
             last = True
+        finally:
+            ctx.emitter = emitter
         if last:
             runs.save(conn, row, results=ctx.results, step_index=n, attempt=1)
             runs.append_run_event(conn, row, ev.RUN_COMPLETED, ev.run_completed(state.wf.name, n))

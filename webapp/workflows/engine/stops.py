@@ -1,25 +1,83 @@
-"""How a run stops (completed, failed, suspended by a wait) and committing
-those stops, many runs of one tenant in one transaction (`finish_many`)."""
+"""A run's state and how it stops: what a claim hands the run loop
+(`RunState`), what the run loop hands back when a run stops (`Stop`: completed,
+failed, suspended by a wait) with the words it answers (`RunResult`), and
+committing those stops, many runs of one tenant in one transaction
+(`finish_many`)."""
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from webapp.core import clock, db
-from webapp.eventstore import NewEvent, StreamId, VersionConflict
-from webapp.workflows.definition.context import RunContext
+from webapp.eventstore import Event, NewEvent, StreamId, VersionConflict
 from webapp.workflows.definition.durations import to_instant
-from webapp.workflows.definition.model import Wait, Workflow
-from webapp.workflows.engine.run_state import RunResult, Stop
+from webapp.workflows.definition.model import RunContext, Wait, Workflow
 from webapp.workflows.interpreter import resolve
-from webapp.workflows.store import locks, runs
 from webapp.workflows.store import run_events as ev
+from webapp.workflows.store import runs
 from webapp.workflows.store.run_events import RunStatus
 
 log = logging.getLogger("webapp.workflows")
+
+
+@dataclass
+class RunState:
+    """What the claim (or advance) already knows about a run it leased, so the
+    continuation need not read it again."""
+
+    tenant_id: str
+    run_id: str
+    token: str
+    wf: Workflow
+    trigger: Event
+    step_index: int
+    attempt: int
+    results: dict[str, Any]
+    fingerprint: str
+
+    @classmethod
+    def leased(cls, row: Any, token: str, wf: Workflow, trigger: Event) -> RunState:
+        """The state of a `workflow_runs` row whose lease `token` we just took."""
+        return cls(
+            row.tenant_id,
+            row.run_id,
+            token,
+            wf,
+            trigger,
+            row.step_index,
+            row.attempt,
+            dict(row.results),
+            wf.fingerprint,  # the definition it goes on with (rule 4 checked it)
+        )
+
+
+class RunResult(StrEnum):
+    """How far the run loop got with a run."""
+
+    SUSPENDED = "suspended"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    LOST = "lost"  # its lease is gone (cancelled, taken over, or an outage outlasted it)
+
+
+@dataclass
+class Stop:
+    """How a run stops: the run events to append (a wait that was already due
+    on the way adds its step.waiting + step.resumed before the stop) and the
+    runs columns their projection does not set (results, step)."""
+
+    run_id: str
+    token: str
+    status: RunResult  # completed | failed | suspended
+    events: list[NewEvent]
+    values: dict[str, Any]
+    step_index: int = 0
+    wake_at: datetime | None = None
 
 
 def completed(
@@ -133,7 +191,7 @@ def finish_many(tenant_id: str, outcomes: list[Stop]) -> dict[str, str]:
 def _finish(tenant_id: str, outcomes: list[Stop]) -> dict[str, str]:
     out: dict[str, str] = {}
     with db.transaction() as conn:
-        rows = locks.lock_for_finish(conn, tenant_id, sorted({o.run_id for o in outcomes}))
+        rows = runs.lock_for_finish(conn, tenant_id, sorted({o.run_id for o in outcomes}))
         batch: list[tuple[StreamId, list[NewEvent], int]] = []
         extra: dict[tuple[str, str], dict[str, Any]] = {}
         for o in outcomes:

@@ -17,8 +17,9 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 log = logging.getLogger("webapp.workflows")
 
 # PostgreSQL: serialization failure, deadlock, connection exceptions (class 08),
-# operator intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now).
-RETRYABLE_SQLSTATES = ("40001", "40P01", "57P01", "57P02", "57P03")
+# operator intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now),
+# a refused write (53100 disk full, 25006 read-only transaction: the run waits, it has not failed).
+RETRYABLE_SQLSTATES = ("40001", "40P01", "57P01", "57P02", "57P03", "53100", "25006")
 RETRYABLE_CLASSES = ("08",)
 
 # How long the engine keeps trying in place before leaving the run to its lease.

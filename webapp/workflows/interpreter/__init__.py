@@ -8,7 +8,7 @@ Imports `definition`, the event store (the writing steps) and the mail and
 HTTP clients; nothing of the store, the engine or the dispatch layer.
 """
 
-from webapp.workflows.interpreter import flow, mail, webhook, writes
+from webapp.workflows.interpreter import mail, webhook, writes
 from webapp.workflows.interpreter.core import (
     ReturnSignal,
     is_pure,
@@ -25,7 +25,6 @@ __all__ = [
     "NoTransaction",
     "ReturnSignal",
     "WebhookError",
-    "flow",
     "is_pure",
     "json_safe",
     "mail",

@@ -1,7 +1,8 @@
-"""The step interpreter's core: a registry of step runners by step kind.
+"""The step interpreter's core: a registry of step runners by step kind, and
+the steps that only shape the run (compute, return, branch, for_each).
 
-Each step kind has a small module in this package that registers its runner
-with `runs(kind)`. A runner gets the step, the run context and the step's
+Each step kind with an effect has a small module in this package that
+registers its runner with `runs(kind)`. A runner gets the step, the run context and the step's
 transaction (`conn`, present whenever the step or one inside it writes to the
 database) and returns the step's result.
 """
@@ -18,8 +19,15 @@ from sqlalchemy import Connection
 
 from webapp.tracing import hooks
 from webapp.workflows import host
-from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.model import Branch, Compute, ForEach, Retry, Return, Step
+from webapp.workflows.definition.model import (
+    Branch,
+    Compute,
+    ForEach,
+    Retry,
+    Return,
+    RunContext,
+    Step,
+)
 
 Runner = Callable[[Any, RunContext, Connection | None], Any]
 _runners: dict[type[Step], Runner] = {}
@@ -71,7 +79,7 @@ def run_step(step: Step, ctx: RunContext, conn: Connection | None = None) -> Any
         with hooks.step_span(_kinds[type(step)], step.name, ctx):
             return runner(step, ctx, conn)
     finally:
-        host.current().on_step(_kinds[type(step)], time.perf_counter() - started)
+        host.hooks.on_step(_kinds[type(step)], time.perf_counter() - started)
 
 
 def run_steps(steps: tuple[Step, ...], ctx: RunContext, conn: Connection | None = None) -> Any:
@@ -104,3 +112,35 @@ def is_pure(step: Step) -> bool:
     if isinstance(step, Branch | ForEach):
         return all(is_pure(s) for s in children(step))
     return False
+
+
+# -- compute, return, branch, for_each: steps that only shape the run ------------
+
+
+@runs(Compute)
+def compute(step: Compute, ctx: RunContext, conn: Connection | None) -> Any:
+    return step.fn(ctx)
+
+
+@runs(Return)
+def return_(step: Return, ctx: RunContext, conn: Connection | None) -> Any:
+    raise ReturnSignal(json_safe(resolve(step.value, ctx), step.name))
+
+
+@runs(Branch)
+def branch(step: Branch, ctx: RunContext, conn: Connection | None) -> Any:
+    chosen = step.then if resolve(step.condition, ctx) else step.otherwise
+    return run_steps(chosen, ctx, conn)
+
+
+@runs(ForEach)
+def for_each(step: ForEach, ctx: RunContext, conn: Connection | None) -> Any:
+    items = list(resolve(step.over, ctx) or [])
+    out = []
+    try:
+        for item in items:
+            ctx.results[step.as_] = json_safe(item, step.as_)
+            out.append(run_steps(step.do, ctx, conn))
+    finally:
+        ctx.results.pop(step.as_, None)
+    return out

@@ -7,8 +7,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from webapp import mail
-from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.model import SendMail
+from webapp.workflows.definition.model import RunContext, SendMail
 from webapp.workflows.interpreter.core import resolve, runs
 
 

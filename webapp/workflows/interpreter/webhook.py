@@ -22,8 +22,7 @@ from tenacity import (
     wait_none,
 )
 
-from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.model import SendWebhook
+from webapp.workflows.definition.model import RunContext, SendWebhook
 from webapp.workflows.interpreter.core import resolve, runs
 
 if TYPE_CHECKING:  # imported where a webhook is sent: every `flask ...` command loads this module

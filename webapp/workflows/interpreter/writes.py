@@ -17,8 +17,7 @@ from webapp.eventstore import (
     append,
 )
 from webapp.workflows.definition import catalog
-from webapp.workflows.definition.context import RunContext
-from webapp.workflows.definition.model import AppendEvent, Call
+from webapp.workflows.definition.model import AppendEvent, Call, RunContext
 from webapp.workflows.interpreter.core import resolve, runs
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from webapp.eventstore import Event
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store.rows import NEVER
+from webapp.workflows.store.tables import NEVER
 
 
 def control_rows(e: Event) -> list[dict[str, Any]]:
@@ -28,7 +28,9 @@ def control_rows(e: Event) -> list[dict[str, Any]]:
         trigger_event_type=None,
         trigger_event_ref=None,
     )
-    timed = dict(base, wait_event_type=None, match_expr=None, after_position=None)
+    timed = dict(
+        base, wait_event_type=None, match_expr=None, after_position=None, lookback_due=None
+    )
     out = []
     if e.type == ev.RUN_QUEUED and p.get("startAt"):  # throttled or debounced: its start
         at = datetime.fromisoformat(p["startAt"])
@@ -50,6 +52,7 @@ def control_rows(e: Event) -> list[dict[str, Any]]:
                 wait_event_type=c["eventType"],
                 match_expr=c.get("match"),
                 after_position=int(p.get("triggerPosition", 0)),
+                lookback_due=True,  # cleared by its look-back (`store.pending`)
             )
         )
     return out

@@ -9,8 +9,8 @@ from datetime import datetime
 from sqlalchemy import select, update
 
 from webapp.core import db
-from webapp.workflows.store.locks import locked
 from webapp.workflows.store.run_events import RunStatus
+from webapp.workflows.store.runs import locked
 from webapp.workflows.store.tables import workflow_runs
 
 

@@ -1,19 +1,28 @@
 """The pending rows of suspended steps: waking them when their event comes
 (`wake_matching`, `wake`: the row is made due now and its wake-up signalled
-after commit) and the look-back for an event that came before the wait."""
+after commit) and the look-back for an event that came before the wait.
+
+A row waiting for an event (a wait, a cancel-on) is written with its
+look-back owed (`lookback_due`). The look-back that cannot miss an event
+clears it (`look_back`): on SQLite the one inside the transaction that
+registers the wait (one writer at a time: nothing commits between it and the
+commit), on PostgreSQL the one after that commit (an event committing
+meanwhile is seen by it, or sees the row). Should the process die, or a
+backup be taken, in between, the minute sweep does the owed look-back
+(`owed`, `look_back_owed`)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, select, text, update
 
-from webapp.core import clock
+from webapp.core import clock, db
 from webapp.eventstore import Event, read_all
 from webapp.workflows.definition import match as matchmod
-from webapp.workflows.store import rows, wake_signal
-from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.store import wake_signal
+from webapp.workflows.store.tables import SLOT_WAIT, workflow_run_pending, workflow_runs
 
 log = logging.getLogger("webapp.workflows")
 
@@ -37,6 +46,83 @@ def lookback(
         after = page[-1].position
 
 
+def look_back(
+    conn: Connection,
+    tenant_id: str,
+    run_id: str,
+    step_index: int,
+    event_type: str,
+    after: int,
+    expr: Any,
+    *,
+    complete: bool,
+) -> bool:
+    """Wake this waiting row with the first event of `event_type` after
+    `after` that matches `expr` (True when woken). `complete`: no event this
+    look-back misses can miss the row (see the module's docstring), so the
+    row's look-back is no longer owed (nor is a woken row's: `wake`)."""
+    found = lookback(conn, tenant_id, event_type, after, expr)
+    woken = found is not None and wake(conn, tenant_id, run_id, step_index, found)
+    if complete:
+        conn.execute(
+            update(workflow_run_pending)
+            .where(_row(tenant_id, run_id, step_index))
+            .where(workflow_run_pending.c.lookback_due.is_(True))
+            .values(lookback_due=None)
+        )
+    return woken
+
+
+def look_back_committed(
+    tenant_id: str, run_id: str, step_index: int, event_type: str, after: int, expr: Any
+) -> bool:
+    """The look-back once the wait has committed (PostgreSQL), in a
+    transaction of its own. Its commit need not wait for the disk: lost in a
+    crash, it only leaves the look-back owed, and the sweep does it again."""
+    with db.transaction() as conn:
+        if not db.is_sqlite(conn):
+            conn.execute(text("SET LOCAL synchronous_commit TO OFF"))
+        return look_back(
+            conn, tenant_id, run_id, step_index, event_type, after, expr, complete=True
+        )
+
+
+def owed(conn: Connection, tenant_id: str, limit: int = LOOKBACK_PAGE) -> list[Any]:
+    """Waiting rows of a tenant whose look-back is still owed."""
+    c = workflow_run_pending.c
+    return list(
+        conn.execute(
+            select(c.run_id, c.step_index, c.wait_event_type, c.after_position, c.match_expr)
+            .where(c.tenant_id == tenant_id, c.lookback_due.is_(True))
+            .limit(limit)
+        )
+    )
+
+
+def look_back_owed(tenant_id: str) -> int:
+    """The sweep's net: the look-back of every row of the tenant that still
+    owes one (its process died, or a backup was taken, before it ran); each
+    row in a transaction of its own. Returns the rows woken."""
+    with db.reading() as conn:
+        rows = owed(conn, tenant_id)
+    woken = 0
+    for r in rows:
+        with db.transaction() as conn:
+            woken += look_back(
+                conn,
+                tenant_id,
+                r.run_id,
+                r.step_index,
+                r.wait_event_type,
+                int(r.after_position or 0),
+                r.match_expr,
+                complete=True,
+            )
+    if woken:
+        log.warning("owed look-backs woke waiting runs", extra={"count": woken})
+    return woken
+
+
 def _row(tenant_id: str, run_id: str, step_index: int) -> Any:
     """The pending row of this run's step (or control, below step 0)."""
     c = workflow_run_pending.c
@@ -53,7 +139,9 @@ def wake(conn: Connection, tenant_id: str, run_id: str, step_index: int, e: Even
             update(workflow_run_pending)
             .where(_row(tenant_id, run_id, step_index))
             .where(workflow_run_pending.c.trigger_event_ref.is_(None))
-            .values(trigger_event_type=e.type, trigger_event_ref=e.ref, wake_at=now)
+            .values(
+                trigger_event_type=e.type, trigger_event_ref=e.ref, wake_at=now, lookback_due=None
+            )
         ).rowcount
     )
     if woken:
@@ -82,7 +170,7 @@ def wake_matching(conn: Connection, event: Event, workflow_name: str | None = No
 
 def _matches(row: Any, event: Event) -> bool:
     if row.after_position is not None and event.position <= row.after_position:
-        return False  # a cancel-on row: an event from before the run's trigger
+        return False  # from before the run's trigger, or one the run consumed already
     try:
         return matchmod.evaluate(row.match_expr, event.payload)
     except Exception as exc:
@@ -104,7 +192,7 @@ def hold(conn: Connection, tenant_id: str, run_id: str, step_index: int) -> None
     conn.execute(
         update(workflow_run_pending)
         .where(_row(tenant_id, run_id, step_index))
-        .values(wake_at=rows.SLOT_WAIT)
+        .values(wake_at=SLOT_WAIT)
     )
 
 
@@ -115,7 +203,7 @@ def _held_of(key: tuple[str, str, str]) -> Any:
         .join(workflow_runs, (r.tenant_id == p.tenant_id) & (r.run_id == p.run_id))
         .where(
             p.tenant_id == key[0],
-            p.wake_at == rows.SLOT_WAIT,
+            p.wake_at == SLOT_WAIT,
             r.workflow_name == key[1],
             r.concurrency_key == key[2],
         )
@@ -145,7 +233,7 @@ def held_keys(conn: Connection, tenant_id: str) -> set[tuple[str, str, str]]:
         select(r.tenant_id, r.workflow_name, r.concurrency_key)
         .select_from(workflow_run_pending)
         .join(workflow_runs, (r.tenant_id == p.tenant_id) & (r.run_id == p.run_id))
-        .where(p.tenant_id == tenant_id, p.wake_at == rows.SLOT_WAIT)
+        .where(p.tenant_id == tenant_id, p.wake_at == SLOT_WAIT)
         .distinct()
     )
     return {(t, w, k) for t, w, k in conn.execute(q)}

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, func, literal, or_, select, text, tuple_
 
 from webapp.core import clock
 from webapp.core.db import UTCDateTime
-from webapp.workflows.store import locks
+from webapp.workflows.store import runs
 from webapp.workflows.store.run_events import OPEN, RunStatus
 from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
 
@@ -260,7 +260,7 @@ def open_runs_at(
     )
     if run_id is not None:
         q = q.where(c.run_id == run_id)
-    return list(conn.execute(locks.locked(conn, q.order_by(c.tenant_id, c.run_id))))
+    return list(conn.execute(runs.locked(conn, q.order_by(c.tenant_id, c.run_id))))
 
 
 def children(conn: Connection, tenant_id: str, run_id: str) -> list[Any]:

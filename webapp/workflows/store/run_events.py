@@ -54,8 +54,14 @@ RUN_SKIPPED = "workflow.run-skipped"
 # when its planned start came.
 RUN_DEBOUNCED = "workflow.run-debounced"
 RUN_DELAYED = "workflow.run-delayed"
+# A wait for a signal or an update (`store.messages`): woken by one, the run
+# takes the step again and takes the message there; its timeout: None.
+STEP_WAITING_FOR_MESSAGE = "workflow.step.waiting-for-message"
 
-SUSPENSIONS = (STEP_WAITING, STEP_WAITING_FOR_EVENT, RETRY_SCHEDULED)
+# A collecting batch takes one more trigger event (`batch=collect(...)`).
+RUN_BATCHED = "workflow.run-batched"
+
+SUSPENSIONS = (STEP_WAITING, STEP_WAITING_FOR_EVENT, RETRY_SCHEDULED, STEP_WAITING_FOR_MESSAGE)
 SETTLING = (RUN_COMPLETED, RUN_FAILED, RUN_CANCELLED)
 ALL = (
     RUN_QUEUED,
@@ -72,6 +78,7 @@ ALL = (
     RUN_SKIPPED,
     RUN_DEBOUNCED,
     RUN_DELAYED,
+    RUN_BATCHED,
 )
 
 # Events that trigger cron and webhook workflows (a run always references one).
@@ -80,6 +87,7 @@ WEBHOOK_RECEIVED = "workflow.webhook-received"
 
 SKIPPED_OVERLAP = "overlap"  # run-skipped: a cron tick while the previous run was open
 SKIPPED_RATE_LIMIT = "rate_limit"  # run-skipped: its rate limit's window was full
+SKIPPED_SINGLETON = "singleton"  # run-skipped: a run of its singleton key was open
 
 REASON_DEFINITION_CHANGED = "workflow_definition_changed"
 REASON_TRIGGER_UNAVAILABLE = "trigger_event_unavailable"
@@ -87,6 +95,7 @@ REASON_AWAITED_UNAVAILABLE = "awaited_event_unavailable"
 REASON_DEADLINE = "deadline_exceeded"
 REASON_PARENT_SETTLED = "parent_settled"  # a child cancelled with its parent
 REASON_CANCELLED_BY_EVENT = "cancelled_by_event"
+REASON_REPLACED = "replaced"  # a singleton's new trigger replaced the open run
 
 # A run's controls live in the pending set beside its suspension, at step
 # indexes below 0, so the timer, the wake-up and the claim serve them too:
@@ -199,6 +208,7 @@ def step_waiting_for_event(
     timeout_at: str,
     workflow_name: str,
     fp: str,
+    after: int,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "stepIndex": step_index,
@@ -206,6 +216,7 @@ def step_waiting_for_event(
         "timeoutAt": timeout_at,
         "workflowName": workflow_name,
         "definitionFingerprint": fp,
+        "afterPosition": after,  # only events after it count (the trigger, or the last consumed)
     }
     if match is not None:
         payload["match"] = match

@@ -1,5 +1,5 @@
 """The SQL the run tables' writers share, with its dialect switches written
-once: upserts, and one UPDATE for many runs rows. (Row locks: `locks`.)"""
+once: upserts, and one UPDATE for many runs rows. (Row locks: `runs`.)"""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
 """Tables of the workflow runner (schema: migrations/versions/0002_workflows.py,
 0004, 0007, 0009_workflow_versions, 0010_flow_control, 0014_cron_policies and
-0015_run_controls)."""
+0015_run_controls, 0023_pending_lookback)."""
 
-from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, String, Table, false
+from datetime import UTC, datetime
+
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Index, Integer, String, Table, false, text
 
 from webapp.core.db import UTCDateTime, metadata
 
@@ -24,11 +26,21 @@ workflow_run_pending = Table(
     Column("trigger_event_ref", JSON(none_as_null=True), nullable=True),
     # Its run is paused (0010): kept, but no drain takes it until the run resumes.
     Column("paused", Boolean, nullable=False, server_default=false()),
-    # A cancel-on row (0015): only events after this position cancel the run.
+    # A row waiting for an event (a wait, 0023; a cancel-on, 0015): only events
+    # after this position wake it (the trigger's, or the last one the run consumed).
     Column("after_position", BigInteger, nullable=True),
+    # Its look-back is owed (0023): set when the wait registers, cleared by the
+    # look-back that is complete for it; the minute sweep does the owed ones.
+    Column("lookback_due", Boolean, nullable=True),
     Index("ix_workflow_run_pending_tenant_wake", "tenant_id", "wake_at"),
     Index("ix_workflow_run_pending_wait_type", "wait_event_type"),
     Index("ix_workflow_run_pending_tenant_wait_type", "tenant_id", "wait_event_type"),
+    Index(
+        "ix_workflow_run_pending_lookback_due",
+        "tenant_id",
+        postgresql_where=text("lookback_due"),
+        sqlite_where=text("lookback_due"),
+    ),
 )
 
 # One row per run: its status for operators (CLI), the lease of the worker
@@ -72,7 +84,8 @@ workflow_runs = Table(
     # Paused (0010): "run" (by an operator) or "workflow" (its workflow is); NULL: not.
     Column("paused_by", String(10), nullable=True),
     # Run controls (0015): the key of a throttled, rate-limited or debounced
-    # run, and a child run's parent.
+    # run (or of a batched or singleton run: a workflow has at most one such
+    # key), and a child run's parent.
     Column("rate_key", String(200), nullable=True),
     Column("parent_run_id", String(36), nullable=True),
     Index("ix_workflow_runs_subject", "tenant_id", "subject_id"),
@@ -141,3 +154,65 @@ workflow_cron_ticks = Table(
     Column("workflow_name", String(200), primary_key=True),
     Column("last_tick", UTCDateTime(), nullable=False),
 )
+
+
+# Signals and updates sent to one run (0019): each also an event on the run's
+# stream, written in the same transaction; the payload lives here only, so
+# erasing the run's subject erases it. `seq` orders a run's messages.
+workflow_run_messages = Table(
+    "workflow_run_messages",
+    metadata,
+    Column("tenant_id", String(64), primary_key=True),
+    Column("run_id", String(36), primary_key=True),
+    Column("message_id", String(36), primary_key=True),
+    Column("seq", Integer, nullable=False),
+    Column("kind", String(10), nullable=False),  # signal | update
+    Column("name", String(200), nullable=False),
+    Column("payload", JSON(none_as_null=True), nullable=True),
+    Column("idempotency_key", String(200), nullable=True),
+    # signal: sent | taken; update: requested | accepted | rejected | not-accepting
+    Column("status", String(20), nullable=False),
+    Column("answer", JSON(none_as_null=True), nullable=True),  # value or reason
+    Column("step_index", Integer, nullable=True),  # the wait that took or answered it
+    Column("sent_at", UTCDateTime(), nullable=False),
+    Column("settled_at", UTCDateTime(), nullable=True),
+    Index("ix_workflow_run_messages_open", "tenant_id", "run_id", "kind", "name", "status", "seq"),
+    Index(
+        "ux_workflow_run_messages_key",
+        "tenant_id",
+        "run_id",
+        "kind",
+        "idempotency_key",
+        unique=True,
+    ),
+)
+
+# A run's progress entries (`ctx.emit`, 0019): each also a `workflow.progress`
+# event on the run's stream (its `seq`); the data lives here only, so erasing
+# the run's subject erases it.
+workflow_run_progress = Table(
+    "workflow_run_progress",
+    metadata,
+    Column("tenant_id", String(64), primary_key=True),
+    Column("run_id", String(36), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("name", String(200), nullable=False),
+    Column("data", JSON(none_as_null=True), nullable=True),
+    Column("size", Integer, nullable=False),
+    Column("version", Integer, nullable=False),  # its event's version on the run's stream
+    Column("emitted_at", UTCDateTime(), nullable=False),
+)
+
+
+# -- wake_at sentinels and the start grace ---------------------------------------
+
+# The wake time of a cancel-on row until its event comes: never due.
+NEVER = datetime(9999, 1, 1, tzinfo=UTC)
+# The wake time of a due row whose run (`slot="active"`) waits for a free
+# slot to resume: never due until a refill makes it due again.
+SLOT_WAIT = datetime(9998, 1, 1, tzinfo=UTC)
+
+
+def timed(at: datetime) -> bool:
+    """A real wake time (not a row that waits for its event or a slot)."""
+    return at < SLOT_WAIT

@@ -37,12 +37,13 @@ from webapp.core.clock import FrozenClock
 from webapp.eventstore import Event, projections
 from webapp.jobs import queue as jobs_queue
 from webapp.publish import publish
+from webapp.workflows import client
 from webapp.workflows.definition.durations import parse_duration
 from webapp.workflows.definition.model import CronTrigger, WebhookTrigger, Workflow
 from webapp.workflows.dispatch import job_paths, sweep
 from webapp.workflows.engine import heartbeat
 from webapp.workflows.interpreter import webhook
-from webapp.workflows.store import wake_signal
+from webapp.workflows.store import messages, wake_signal
 from webapp.workflows.testing import views
 from webapp.workflows.testing.capture import (
     Job,
@@ -287,6 +288,28 @@ class WorkflowTest:
             done = sweep.sweep(tenant_id)
             found += done.get("advanced", 0) + done.get("resumed", 0)
         return found > 0
+
+    # --- talking to a run -----------------------------------------------------
+    def signal(self, run_id: str, name: str, payload: Any = None, key: str | None = None) -> str:
+        """`wf.signal` in this test's tenant, then run until idle: its id."""
+        sent = client.signal(run_id, name, payload, key=key, tenant=self.tenant)
+        self.run_until_idle()
+        return sent
+
+    def update(
+        self, run_id: str, name: str, payload: Any = None, key: str | None = None
+    ) -> messages.UpdateResult:
+        """`wf.update` in this test's tenant: sent, run until idle, answered
+        (accepted, rejected or not-accepting; timed-out if the run never took it)."""
+        update_id = messages.request_update(self.tenant, run_id, name, payload, key)
+        if update_id is None:
+            return messages.UpdateResult(messages.NOT_ACCEPTING)
+        self.run_until_idle()
+        return messages.await_answer(self.tenant, run_id, update_id, 0)
+
+    def state(self, run_id: str) -> dict[str, Any]:
+        """`wf.state` in this test's tenant."""
+        return client.state(run_id, tenant=self.tenant)
 
     # --- reading -----------------------------------------------------------
     def run(self, run_id: str) -> views.Run:

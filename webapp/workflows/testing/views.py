@@ -11,8 +11,7 @@ from sqlalchemy import Connection, func, select
 
 from webapp.eventstore import Event, StreamId, read_stream
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.store.rows import SLOT_WAIT
-from webapp.workflows.store.tables import workflow_run_pending, workflow_runs
+from webapp.workflows.store.tables import SLOT_WAIT, workflow_run_pending, workflow_runs
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from webapp.eventstore import (
 from webapp.workflows.definition.controls import ControlError, priority_of
 from webapp.workflows.definition.model import EventTrigger, WebhookTrigger, Workflow
 from webapp.workflows.engine.run_controls import with_controls
-from webapp.workflows.store import definitions, pauses, runs
+from webapp.workflows.store import batches, definitions, pauses, rates, runs, singletons
 from webapp.workflows.store import run_events as ev
-from webapp.workflows.triggers import deferred, rates
+from webapp.workflows.triggers import deferred
 
 log = logging.getLogger("webapp.workflows")
 
@@ -72,6 +72,8 @@ def start_run(
     started = ev.run_started(wf.name, trigger.type, trigger.ref, wf.fingerprint, key, wf.version)
     definitions.record(conn, wf)
     paused = pauses.is_paused(conn, wf.name)
+    if wf.batch is not None or wf.singleton is not None:
+        return _controlled(conn, wf, tenant_id, trigger, started, paused)
     if key is None and slot is None and not paused and rate_key is None:
         run_id = ev.run_id_for(wf.name, None)
         deferred.defer(
@@ -108,6 +110,30 @@ def start_run(
         return None
     if event_type == ev.RUN_STARTED:
         deferred.advance_after_commit(conn, tenant_id, run_id)
+    return run_id
+
+
+def _controlled(
+    conn: Connection,
+    wf: Workflow,
+    tenant_id: str,
+    trigger: Event,
+    started: dict[str, Any],
+    paused: bool,
+) -> str:
+    """A batched or singleton workflow's trigger: decided just before commit
+    (`store.batches`, `store.singletons`); the id is the run it would open."""
+    run_id = ev.run_id_for(wf.name, None)
+    started = with_controls(wf, tenant_id, run_id, trigger, started)
+    if wf.batch is not None:
+        key = wf.batch.key_for(trigger)  # ControlError: its key function failed
+        batches.defer(conn, batches.Admission(wf, tenant_id, run_id, started, trigger, key, paused))
+        return run_id
+    assert wf.singleton is not None
+    key = wf.singleton.key_for(trigger)
+    singletons.defer(
+        conn, singletons.Admission(wf, tenant_id, run_id, started, trigger, key, paused)
+    )
     return run_id
 
 

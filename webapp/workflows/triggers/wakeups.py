@@ -28,7 +28,6 @@ import logging
 from sqlalchemy import Connection
 
 from webapp.eventstore import Event, projections, register_inline
-from webapp.workflows.definition.children import spawned
 from webapp.workflows.definition.model import Workflow
 from webapp.workflows.store import pending
 from webapp.workflows.store import run_events as ev
@@ -51,7 +50,7 @@ _inline_types: set[str] = set()
 
 def mount(wf: Workflow) -> None:
     types = set(wf.awaits.values()) | {c.event_type for c in wf.cancel_on}
-    if spawned(wf.steps):  # its runs wait for their children's child-settled
+    if wf.spawns:  # its runs wait for their children's child-settled
         types.add(ev.CHILD_SETTLED)
     for t in types - _inline_types:
         register_inline(t, apply)  # a no-op for types nobody waits for

@@ -5,6 +5,10 @@ Each ceremony asks its options from `.../options` (JSON, for
 static/passkeys.js) and posts the answer as a plain form; both end like every
 sign-in (`second_step.complete`). Without JavaScript the pages say so.
 
+Passkey autofill (WebAuthn conditional mediation) uses the same two
+endpoints with `mediation=conditional`: the email field offers the passkeys,
+and choosing one posts the same form.
+
 Limits: a passwordless attempt counts against `login-ip` like a password's; a
 wrong passkey at the second step against `second-factor`, like a wrong code."""
 
@@ -59,11 +63,21 @@ def _refused(status: int) -> Response:
     return jsonify(error=status), status  # type: ignore[return-value]
 
 
+def _autofill() -> bool:
+    """Whether this is passkey autofill's request (static/passkeys.js sends
+    `mediation=conditional`): its own challenge, and its options count against
+    `passkey-autofill-ip` (every page load of /login asks for them), not
+    against the sign-in attempts."""
+    return request.form.get("mediation") == "conditional"
+
+
 @bp.post("/login/passkey/options")
 def signin_options() -> Response:
-    if not ratelimit.hit("login-ip", ratelimit.client_ip()):
+    limit = "passkey-autofill-ip" if _autofill() else "login-ip"
+    if not ratelimit.hit(limit, ratelimit.client_ip()):
         return _refused(429)
-    return _options(passkey_commands.authentication_options(challenges.SIGN_IN))
+    purpose = challenges.AUTOFILL if _autofill() else challenges.SIGN_IN
+    return _options(passkey_commands.authentication_options(purpose))
 
 
 def _login_page(status: int, message: str) -> Response:
@@ -80,7 +94,8 @@ def signin() -> Response:
     if not ratelimit.hit("login-ip", ratelimit.client_ip()):
         SIGNINS.labels("rate_limited").inc()
         return _login_page(429, gettext(TOO_MANY))
-    checked = passkey_commands.check(challenges.SIGN_IN, form.credential.data or "")
+    purpose = challenges.AUTOFILL if _autofill() else challenges.SIGN_IN
+    checked = passkey_commands.check(purpose, form.credential.data or "")
     if checked.user is None:
         SIGNINS.labels("refused").inc()
         return _login_page(422, error_of(form, checked.error))
