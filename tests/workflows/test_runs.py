@@ -14,6 +14,7 @@ from webapp.core import db
 from webapp.eventstore import parked
 from webapp.eventstore.tables import events as events_table
 from webapp.eventstore.tables import projection_cursors
+from webapp.mail.outbox.tables import mail_outbox
 from webapp.workflows.dispatch import sweep
 from webapp.workflows.engine import resume, suspensions
 from webapp.workflows.store import run_events as ev
@@ -564,26 +565,92 @@ def test_branch_for_each_append_event_and_call(use_workflow, work):
     assert run.results["note"]["eventId"] == noted.id
 
 
-def test_send_mail_step(use_workflow, work, monkeypatch):
-    import webapp.mail
-
-    sent = []
-    monkeypatch.setattr(
-        webapp.mail, "send", lambda to, subject, body, **k: sent.append((to, subject, body))
+def _mailer(name, then=()):
+    return wf.workflow(
+        name,
+        on="order.placed",
+        steps=[
+            wf.send_mail("m", to=lambda c: c.trigger.payload["to"], subject="Hi", body="Body"),
+            *then,
+        ],
     )
+
+
+def _outbox_rows():
+    with db.reading() as conn:
+        return conn.execute(select(mail_outbox)).all()
+
+
+def test_send_mail_step_goes_through_the_outbox(use_workflow, work, smtp):
+    use_workflow(_mailer("mailer"))
+    emit("order.placed", {"to": "a@example.com"})
+    work()
+    assert only_run("mailer").status == "completed"
+    assert only_run("mailer").results["m"] == {"sent": True}
+    assert [e.rcpt_tos for e in smtp.inbox.messages] == [["a@example.com"]]
+    assert "Subject: Hi" in smtp.inbox.bodies()[0]
+    (row,) = _outbox_rows()
+    assert row.kind == "workflow" and row.status == "sent" and row.recipient is None
+
+
+def test_a_mail_of_a_step_that_rolls_back_is_never_sent(use_workflow, work, smtp, clock):
+    """The mail is recorded in the transaction that commits the step: a retry
+    attempt that fails after it rolls it back, so each attempt's mail exists
+    only when that attempt commits, and a mail server outage is the outbox's
+    to retry, not the step's."""
+    attempts = []
+
+    def flaky(ctx):
+        attempts.append(ctx.attempt)
+        if ctx.attempt < 3:
+            raise RuntimeError("not yet")
+        return "ok"
+
     use_workflow(
         wf.workflow(
-            "mailer",
+            "careful",
             on="order.placed",
             steps=[
-                wf.send_mail("m", to=lambda c: c.trigger.payload["to"], subject="Hi", body="Body")
+                wf.retry(
+                    "r",
+                    times=3,
+                    backoff="linear",
+                    base_delay=10,
+                    do=[
+                        wf.send_mail(
+                            "m", to=lambda c: c.trigger.payload["to"], subject="S", body="B"
+                        ),
+                        wf.compute("check", flaky),
+                    ],
+                )
             ],
         )
     )
     emit("order.placed", {"to": "a@example.com"})
     work()
-    assert sent == [("a@example.com", "Hi", "Body")]
-    assert only_run("mailer").status == "completed"
+    for _ in range(2):
+        sweep_after(clock, 30)
+    work()
+    assert attempts == [1, 2, 3]
+    assert only_run("careful").status == "completed"
+    assert len(_outbox_rows()) == 1
+    assert len(smtp.inbox.messages) == 1
+
+
+def test_a_bad_address_or_subject_fails_the_step_and_records_nothing(
+    use_workflow, work, smtp, caplog
+):
+    use_workflow(_mailer("bad"))
+    for value in ("a@example.com\nBcc: x@evil.test", "a" * 320 + "@example.com", "nobody"):
+        emit("order.placed", {"to": value})
+    work()
+    failed = runs("bad")
+    assert [r.status for r in failed] == ["failed"] * 3
+    for run in failed:
+        assert run_events(run.run_id)[-1].payload["error"] == "workflow step failed (ValueError)"
+    for reason in ("must be one line", "is longer than 320 characters", "is not an address"):
+        assert f"send_mail: to {reason}" in caplog.text
+    assert _outbox_rows() == [] and smtp.inbox.messages == []
 
 
 def test_wait_until_an_absolute_instant(use_workflow, work, clock):

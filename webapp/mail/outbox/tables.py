@@ -9,6 +9,9 @@ PENDING = "pending"
 SENT = "sent"
 FAILED = "failed"
 
+RECIPIENT_MAX = 320  # an address's longest form (RFC 3696)
+SUBJECT_MAX = 300
+
 # One row per mail, written in the transaction of the change that causes it.
 # `recipient` and `body` are personal data (the body carries the link): they
 # are cleared once the mail is sent and the rows go with the account on erasure.
@@ -19,8 +22,8 @@ mail_outbox = Table(
     Column("tenant_id", String(64), nullable=False),
     Column("user_id", String(36), nullable=True),
     Column("kind", String(64), nullable=False),
-    Column("recipient", String(320), nullable=True),
-    Column("subject", String(300), nullable=True),
+    Column("recipient", String(RECIPIENT_MAX), nullable=True),
+    Column("subject", String(SUBJECT_MAX), nullable=True),
     Column("body", Text, nullable=True),
     # Set for mails that must exist at most once (e.g. a workflow's reminder).
     Column("dedupe_key", String(200), nullable=True, unique=True),

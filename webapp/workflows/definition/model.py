@@ -190,6 +190,7 @@ class SendMail(Step):
     to: Any
     subject: Any
     body: Any
+    uses_db = True  # recorded in the mail outbox with the step's progress
 
 
 @dataclass(frozen=True)
