@@ -1,5 +1,6 @@
 """/admin/api-tokens: the API's tokens (tenant, scopes, last use, state),
-a form to create one (its secret shown once, in the answer), and Revoke.
+a form to create one (its secret shown once, in the answer), and Revoke
+after a confirmation.
 The same functions as `flask api-tokens create|list|revoke`, with the admin
 as actor."""
 
@@ -51,6 +52,7 @@ def _page(
     secret: str | None = None,
     success: str | None = None,
     error: str | None = None,
+    confirm: tokens.Token | None = None,
     status: int = 200,
 ) -> Response:
     with db.reading() as conn:
@@ -72,6 +74,7 @@ def _page(
         secret=secret,
         success_text=success,
         error_text=error,
+        confirm=confirm,
     )
 
 
@@ -100,6 +103,16 @@ def create_api_token() -> Response:
         form.add_error(None, str(exc))
         return _page(form, status=422)
     return _page(secret=secret, success=gettext("admin.tokens.createdDone", name=token.name))
+
+
+@bp.get("/api-tokens/<token_id>/revoke")
+def confirm_revoke_api_token(token_id: str) -> Response:
+    """Asks before revoking: a service using the token stops at once."""
+    with db.reading() as conn:
+        token = tokens.get(conn, token_id)
+    if token is None or token.revoked:
+        return _page(error=gettext("admin.tokens.notRevocable"), status=409)
+    return _page(confirm=token)
 
 
 @bp.post("/api-tokens/<token_id>/revoke")
