@@ -127,3 +127,38 @@ def test_the_last_way_to_sign_in_stays(
     banner(region, "alert", "Acme is the only way to sign in to your account")
     expect(region.get_by_test_id("identity")).to_have_count(1)
     a11y.audit(page, "connected accounts, last way refused (htmx)")
+
+
+def _set_a_password(page: Any, site: str, op: Provider, name: str, htmx: bool) -> None:
+    op.add_user(name, f"{name}@example.com")
+    op.user = name
+    page.goto(f"{site}/login")
+    page.get_by_role("button", name="Continue with Acme").click()
+    page.wait_for_url(f"{site}/profile")
+    region = section(page, "Set a password")
+    expect(region.get_by_label("Current password")).to_have_count(0)
+    if htmx:
+        a11y.audit(page, "set a password")
+        page.evaluate("window.stillHere = true")
+    new = "tangerine submarine umbrella"
+    region.get_by_label("New password", exact=True).fill(new)
+    region.get_by_label("Confirm new password").fill(new)
+    region.get_by_role("button", name="Set password").click()
+    region = section(page, "Change password")
+    banner(region, "status", "Password set.")
+    expect(region.get_by_label("Current password")).to_be_visible()
+    if htmx:
+        assert page.evaluate("window.stillHere === true")  # only the section was swapped
+        a11y.audit(page, "password set (htmx)")
+
+
+def test_a_provider_only_account_sets_a_password_with_htmx(
+    new_page: Callable[..., Any], site: str, op: Provider
+) -> None:
+    _set_a_password(new_page(bypass_csp=True), site, op, "dora", htmx=True)
+
+
+def test_a_provider_only_account_sets_a_password_without_javascript(
+    new_page: Callable[..., Any], site: str, op: Provider
+) -> None:
+    _set_a_password(new_page(js=False), site, op, "emil", htmx=False)

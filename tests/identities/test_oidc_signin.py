@@ -14,7 +14,9 @@ from tests.identities.conftest import authorize, round_trip
 from tests.identities.op import Provider
 from tests.support.accounts import PASSWORD, link_in, login, mails, register, user_row
 from tests.support.web import post
+from webapp.accounts import change_password
 from webapp.accounts.identities import store
+from webapp.accounts.users import find_by_email
 from webapp.core import db
 from webapp.mail.outbox.tables import mail_outbox
 
@@ -265,3 +267,73 @@ def test_a_look_alike_address_is_not_taken_from_the_provider(
     assert page.status_code == 200 and "Which address should we use?" in page.get_data(as_text=True)
     assert profile_of(client) is None
     assert identities("ada@example.com") == []
+
+
+def test_a_provider_only_account_sets_its_first_password_on_the_profile(
+    app: Flask, client: FlaskClient, op: Provider, clock: Any, work: Any
+) -> None:
+    """*Set a password* in the password section: no current password to give,
+    a fresh proof instead (the provider sign-in itself, or Confirm with Acme);
+    then the password signs in, other sessions end and the owner is told."""
+    op.add_user("hana", "hana@example.com")
+    op.user = "hana"
+    assert round_trip(client).status_code == 302
+    other = app.test_client()
+    assert round_trip(other).status_code == 302  # a second session, ended by the change
+    page = profile_of(client) or ""
+    assert (
+        "Set a password" in page
+        and 'name="current_password"'
+        not in page.split('id="profile-password"')[1].split("</section>")[0]
+    )
+    # Every rule of a new password holds; nothing is set.
+    bad = post(client, "/profile/password", htmx=True, new_password="short", confirm_password="x")
+    assert bad.status_code == 422
+    assert user_row("hana@example.com").password_hash == ""
+    # Past the proof's age the section asks for one, with the provider, first.
+    clock.advance(301)
+    new = "tangerine submarine umbrella"
+    stale = post(client, "/profile/password", htmx=True, new_password=new, confirm_password=new)
+    body = stale.get_data(as_text=True)
+    assert stale.status_code == 403 and "with the provider you sign in with, then set" in body
+    assert 'data-testid="password-confirm-with-acme"' in body
+    assert user_row("hana@example.com").password_hash == ""
+    go = post(client, "/profile/connected/confirm-with", provider="acme")
+    assert client.get(authorize(go.headers["Location"])).status_code == 302
+    assert "Set password" in (profile_of(client) or "")  # fresh now: the form shows
+    done = post(client, "/profile/password", htmx=True, new_password=new, confirm_password=new)
+    text = done.get_data(as_text=True)
+    assert done.status_code == 200 and "Password set." in text
+    assert "Change password" in text and 'name="current_password"' in text  # a change from now on
+    assert profile_of(client) is not None  # this session goes on
+    assert profile_of(other) is None  # the other one ended
+    assert login(app.test_client(), "hana@example.com", new).status_code == 302
+    work()
+    assert "A password was set for your account" in [m["Subject"] for m in mails(app)]
+    # Once set, the first-password way is closed: the form wants the current one.
+    again = post(
+        client, "/profile/password", htmx=True, new_password=new + "!", confirm_password=new + "!"
+    )
+    assert again.status_code == 422 and user_row("hana@example.com").password_hash != ""
+    assert login(app.test_client(), "hana@example.com", new).status_code == 302
+
+
+def test_a_first_password_is_set_once_even_from_a_stale_read(
+    app: Flask, client: FlaskClient, op: Provider
+) -> None:
+    """Two submits of *Set a password* that both read the account without one:
+    the account decides on the row it reads in its own transaction, so the
+    second finds the first one's password and is refused."""
+    op.add_user("ivo", "ivo@example.com")
+    op.user = "ivo"
+    assert round_trip(client).status_code == 302
+    with db.reading() as conn:
+        before = find_by_email(conn, "ivo@example.com")
+    assert before is not None and before.password_hash == ""
+    first = change_password.set_password(before, "tangerine submarine umbrella")
+    second = change_password.set_password(before, "another long passphrase here")  # stale row
+    assert first.ok and not second.ok and second.key == "profile.password.alreadySet"
+    assert (
+        login(app.test_client(), "ivo@example.com", "tangerine submarine umbrella").status_code
+        == 302
+    )

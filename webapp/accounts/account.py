@@ -149,6 +149,12 @@ class Account:
             return frozen
         return _events((ev.PASSWORD_CHANGED, {"password_hash": password_hash, "session_token": token}))  # fmt: skip
 
+    def set_password(self, password_hash: str, token: str) -> Decision:
+        """The first password of an account made through a provider."""
+        if self.has_password:
+            return Refusal("profile.password.alreadySet")
+        return self.change_password(password_hash, token)
+
     def rehash_password(self, password_hash: str) -> Decision:
         if self.state is State.ERASED:
             return Refusal(GENERIC)

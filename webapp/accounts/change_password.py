@@ -1,5 +1,9 @@
 """Change password (the profile's section): the current password, a new one
-under the policy; every other session ends and the owner gets a notice."""
+under the policy; every other session ends and the owner gets a notice.
+
+An account made through a sign-in provider has no password: its owner sets a
+first one there (`set_password`), with a fresh proof of identity instead of a
+current password (the view checks it), and the same consequences."""
 
 from __future__ import annotations
 
@@ -38,14 +42,28 @@ def change_password(user: User, current: str, new: str) -> Result:
     return change(user, lambda account: account.change_password(new_hash, token), success, then)
 
 
-def record_password_changed(conn: Connection, tenant_id: str, user_id: str) -> None:
+def set_password(user: User, new: str) -> Result:
+    """The first password of an account that has none (refused once it has one)."""
+    problem = check_new_password(user.email, new)
+    if problem:
+        return problem
+    new_hash = passwords.hash_password(hasher(), new)
+    token = secrets.token_urlsafe(24)
+
+    def then(conn: Connection, row: User) -> None:
+        signins.end_others(conn, row, keep=user.sign_in)
+        record_password_changed(conn, row.tenant_id, row.id, "mail.passwordSet")
+
+    success = Result(True, "profile.password.setSuccess", session_token=token)
+    return change(user, lambda account: account.set_password(new_hash, token), success, then)
+
+
+def record_password_changed(
+    conn: Connection, tenant_id: str, user_id: str, keys: str = "mail.passwordChanged"
+) -> None:
     """The notice, with a way to take the account back (a reset sends it too)."""
     notices.record(
-        conn,
-        notices.user_of(conn, tenant_id, user_id),
-        PASSWORD_CHANGED,
-        "mail.passwordChanged",
-        "/reset-password",
+        conn, notices.user_of(conn, tenant_id, user_id), PASSWORD_CHANGED, keys, "/reset-password"
     )
 
 

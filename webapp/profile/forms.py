@@ -59,6 +59,13 @@ class PasswordForm(AccountBound):
             raise ValidationError(gettext("profile.password.mismatch"))
 
 
+class SetPasswordForm(PasswordForm):
+    """An account without a password sets its first one: no current password
+    (a fresh proof of identity instead, checked by the view)."""
+
+    current_password = None  # type: ignore[assignment]
+
+
 class EmailForm(AccountBound):
     id_prefix = "profile-email"
     new_email = StringField(

@@ -143,6 +143,8 @@ def show() -> Response:
 @bp.post("/password")
 @login_required
 def password() -> Response:
+    if not current_user.password_hash:
+        return _set_password()
     form = forms.PasswordForm(request.form, account_email=current_user.email)
     if not form.validate():
         return sections.rejected(PROFILE, "password", form)
@@ -153,6 +155,22 @@ def password() -> Response:
     )
     if result is None:
         return sections.limited(PROFILE, "password", form)
+    if result.ok and result.session_token:
+        refresh_session(sections.reread())
+    return sections.result_response(PROFILE, "password", result, form)
+
+
+def _set_password() -> Response:
+    """The first password of an account made through a provider: a fresh
+    proof of identity (the provider sign-in, or *Confirm with <Label>*)
+    stands in for the current password it does not have."""
+    form = forms.SetPasswordForm(request.form, account_email=current_user.email)
+    if not form.validate():
+        return sections.rejected(PROFILE, "password", form)
+    if not reauth.is_fresh():
+        form.add_error(None, gettext("profile.password.setStale"))
+        return PROFILE.respond(PROFILE.view(signed_in_user(), "password", form), 403)
+    result = change_password.set_password(current_user, form.new_password.data)
     if result.ok and result.session_token:
         refresh_session(sections.reread())
     return sections.result_response(PROFILE, "password", result, form)
