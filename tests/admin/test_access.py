@@ -47,6 +47,7 @@ ROUTES = {
     "admin.accounts": [("GET", "/admin/accounts"), ("GET", "/admin/accounts?email=a@b.c")],
     "admin.api_tokens": [("GET", "/admin/api-tokens")],
     "admin.create_api_token": [("POST", "/admin/api-tokens")],
+    "admin.confirm_revoke_api_token": [("GET", f"/admin/api-tokens/{RUN}/revoke")],
     "admin.revoke_api_token": [("POST", f"/admin/api-tokens/{RUN}/revoke")],
 }
 ALL = [(m, u) for urls in ROUTES.values() for m, u in urls]
