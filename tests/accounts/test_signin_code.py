@@ -13,14 +13,18 @@ from typing import Any
 from flask.testing import FlaskClient
 from sqlalchemy import event, select
 
-from tests.support.accounts import PASSWORD, body, login, mails, register
+from tests.support.accounts import PASSWORD, body, login, mails, register, user_row
 from tests.support.factors import code as totp_code
 from tests.support.factors import next_step, set_up
 from tests.support.web import csrf_token, post, without_csrf
+from tests.support.workflows import only_run
 from webapp import create_app
-from webapp.accounts import erase_accounts, ratelimit, signin_codes
+from webapp.accounts import erase_accounts, ratelimit, registration, signin_codes
+from webapp.accounts.events import EMAIL_VERIFIED
 from webapp.accounts.tables import user_sessions
+from webapp.accounts.users import stream_of as users_stream
 from webapp.core import db
+from webapp.eventstore import read_stream
 from webapp.mail.outbox.tables import mail_outbox
 
 ADA = "ada@example.com"
@@ -354,3 +358,42 @@ def test_erasure_deletes_the_accounts_codes(app: Any, client: FlaskClient, work:
     assert erase_accounts.erase(row.tenant_id, row.user_id)
     with db.reading() as conn:
         assert conn.execute(select(signin_codes.signin_codes)).all() == []
+
+
+def verifications() -> int:
+    row = user_row(ADA)
+    with db.reading() as conn:
+        stream = read_stream(conn, users_stream(row.tenant_id, row.id))
+    return sum(1 for e in stream if e.type == EMAIL_VERIFIED)
+
+
+def test_a_code_typed_back_verifies_the_address(app: Any, client: FlaskClient, work: Any) -> None:
+    """The code reached the address, as the verification link would have: an
+    unverified account is verified by it, and the verification run (which
+    awaits that event) completes; a second sign-in by code adds nothing."""
+    registered(client)
+    work()
+    assert not user_row(ADA).email_verified
+    assert only_run("email-verification-registered").status == "suspended"
+    ask(client)
+    (code,) = codes_to(app, work)
+    assert enter(client, code).status_code == 302
+    assert user_row(ADA).email_verified
+    work()
+    assert only_run("email-verification-registered").status == "completed"
+    assert verifications() == 1
+    sign_out(client)
+    ask(client)
+    assert enter(client, codes_to(app, work)[-1]).status_code == 302
+    assert verifications() == 1
+
+
+def test_only_the_address_the_code_went_to_is_verified(app: Any, client: FlaskClient) -> None:
+    """Had the address changed since the code went out, the code proves the
+    old one only: the account's current address is left unverified."""
+    registered(client)
+    row = user_row(ADA)
+    assert not registration.verified_by_code(row, "someone.else@example.com").ok
+    assert not user_row(ADA).email_verified
+    assert registration.verified_by_code(row, ADA).ok
+    assert user_row(ADA).email_verified

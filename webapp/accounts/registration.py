@@ -114,6 +114,28 @@ def verify_email(token: str) -> Result:
         return Result.error(f"verify.errors.{e.reason}")
 
 
+def verified_by_code(user: User, mailed_to: str) -> Result:
+    """A sign-in code mailed to `mailed_to` and typed back proves the address,
+    as the verification link does: the account's address is verified when it
+    is still that address (not changed since the code went out)."""
+    unchanged = Result(False, "verify.errors.used")
+    if user.email_verified or user.email != mailed_to:
+        return unchanged
+
+    def attempt() -> Result:
+        with db.transaction() as conn:
+            row = fresh(conn, user)
+            if row.email_verified or row.email != mailed_to:
+                return unchanged
+            decision = Account(row).verify_email(address_version(conn, row))
+            if isinstance(decision, Refusal):
+                return Result.refused(decision)
+            append_to(conn, row, decision)
+        return Result(True, "verify.success")
+
+    return retry_on_conflict(attempt)
+
+
 # --- resend --------------------------------------------------------------------
 def _locked(conn: Connection, user: User) -> User:
     """The user's row, locked until commit (PostgreSQL; SQLite's write lock is

@@ -20,7 +20,7 @@ from flask_babel import gettext
 from flask_login import current_user
 from wtforms import BooleanField, StringField
 
-from webapp.accounts import addresses, ratelimit, signin_codes, signins
+from webapp.accounts import addresses, ratelimit, registration, signin_codes, signins
 from webapp.accounts.factors import second_step
 from webapp.accounts.forms import email_problem
 from webapp.accounts.i18n import duration
@@ -155,6 +155,7 @@ def enter() -> Response:
         SIGNINS.labels("refused").inc()
         form.add_error(None, gettext(refused.key))
         return _code_page(403, form, p)
+    registration.verified_by_code(user, p.email)  # the code reached the address
     signin_codes.forget()
     remember = bool(form.remember.data)
     if second_step.needed(user):  # the code stands in for the password, not the second factor
