@@ -289,6 +289,20 @@ def before_commit(conn: Connection, fn: Callable[[], None]) -> None:
     conn.info.setdefault("before_commit", []).append(fn)
 
 
+def collect_before_commit(
+    conn: Connection, key: str, item: Any, flush: Callable[[list[Any]], None]
+) -> None:
+    """Add `item` to this transaction's list under `key`; just before commit,
+    `flush` gets the whole list, in the order added (registered by the first
+    item). Lets a trigger batch decide what takes a lock at the very end."""
+    scope = tx_scope(conn)
+    items = scope.get(key)
+    if items is None:
+        items = scope[key] = []
+        before_commit(conn, lambda: flush(scope.pop(key, [])))
+    items.append(item)
+
+
 def after_commit(conn: Connection, fn: Callable[[], None]) -> None:
     """Run `fn` once this transaction has committed (never if it rolls back)."""
     conn.info.setdefault("after_commit", []).append(fn)

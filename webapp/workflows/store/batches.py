@@ -232,20 +232,15 @@ class Admission:
 
 def defer(conn: Connection, item: Admission) -> None:
     """Decide this trigger just before commit, after the ones before it."""
-    scope = db.tx_scope(conn)
-    items = scope.get(_ITEMS)
-    if items is None:
-        items = scope[_ITEMS] = []
-        db.before_commit(conn, lambda: _flush(conn))
-    items.append(item)
+    db.collect_before_commit(conn, _ITEMS, item, lambda items: _flush(conn, items))
 
 
-def _flush(conn: Connection) -> None:
+def _flush(conn: Connection, items: list[Admission]) -> None:
     """Each key's triggers of this transaction, in order, decided together:
     one lock, one read of its collecting run and one append per batch
     (not per event)."""
     groups: dict[tuple[str, str, str], list[Admission]] = {}
-    for a in db.tx_scope(conn).pop(_ITEMS, []):
+    for a in items:
         groups.setdefault((a.tenant_id, a.wf.name, a.key), []).append(a)
     # The collecting runs' rows first, in run id order, before any key lock:
     # the order a claim starting one of them takes them (its rows, then the

@@ -230,17 +230,12 @@ class Admission:
 def defer(conn: Connection, item: Admission) -> None:
     """Decide this trigger just before commit: the key's lock is then held
     only for the commit, not for the rest of the trigger batch."""
-    scope = db.tx_scope(conn)
-    items = scope.get(_ITEMS)
-    if items is None:
-        items = scope[_ITEMS] = []
-        db.before_commit(conn, lambda: _flush(conn))
-    items.append(item)
+    db.collect_before_commit(conn, _ITEMS, item, lambda items: _flush(conn, items))
 
 
-def _flush(conn: Connection) -> None:
+def _flush(conn: Connection, items: list[Admission]) -> None:
     started: dict[str, list[str]] = {}
-    for a in db.tx_scope(conn).pop(_ITEMS, []):
+    for a in items:
         try:
             with conn.begin_nested():
                 if admit(conn, a):

@@ -109,17 +109,12 @@ class Admission:
 
 def defer(conn: Connection, item: Admission) -> None:
     """Decide this trigger just before commit, after the ones before it."""
-    scope = db.tx_scope(conn)
-    items = scope.get(_ITEMS)
-    if items is None:
-        items = scope[_ITEMS] = []
-        db.before_commit(conn, lambda: _flush(conn))
-    items.append(item)
+    db.collect_before_commit(conn, _ITEMS, item, lambda items: _flush(conn, items))
 
 
-def _flush(conn: Connection) -> None:
+def _flush(conn: Connection, items: list[Admission]) -> None:
     started: dict[str, list[str]] = {}
-    for a in db.tx_scope(conn).pop(_ITEMS, []):
+    for a in items:
         for attempt in range(_ATTEMPTS):
             try:
                 with conn.begin_nested():

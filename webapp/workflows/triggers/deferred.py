@@ -25,12 +25,8 @@ ADVANCE_CHUNK = 10  # runs per advance job: fewer jobs, and still spread over wo
 
 
 def defer(conn: Connection, tenant_id: str, run_id: str, started: dict[str, Any]) -> None:
-    scope = db.tx_scope(conn)
-    starts = scope.get(_STARTS)
-    if starts is None:
-        starts = scope[_STARTS] = []
-        db.before_commit(conn, lambda: _flush_starts(conn))
-    starts.append((runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], 0))
+    item = (runs.stream(tenant_id, run_id), [NewEvent(ev.RUN_STARTED, started)], 0)
+    db.collect_before_commit(conn, _STARTS, item, lambda starts: _flush_starts(conn, starts))
 
 
 _ADMISSIONS = "workflows.deferred_admissions"
@@ -40,19 +36,13 @@ def defer_admission(conn: Connection, item: tuple[Any, ...]) -> None:
     """A limited workflow's run: decide started or queued just before commit,
     so the append lock the admission takes is held only for the commit, not
     for the rest of the trigger batch."""
-    scope = db.tx_scope(conn)
-    items = scope.get(_ADMISSIONS)
-    if items is None:
-        items = scope[_ADMISSIONS] = []
-        db.before_commit(conn, lambda: _flush_admissions(conn))
-    items.append(item)
+    db.collect_before_commit(conn, _ADMISSIONS, item, lambda items: _flush_admissions(conn, items))
 
 
-def _flush_admissions(conn: Connection) -> None:
+def _flush_admissions(conn: Connection, items: list[tuple[Any, ...]]) -> None:
     """Admit the transaction's limited runs together (`slots.admit_many`) and
     append them in one multi-stream append; should one lose its stream to a
     concurrent trigger, append them one by one so only that one is dropped."""
-    items = db.tx_scope(conn).pop(_ADMISSIONS, [])
     if not items:
         return
     admitted = slots.admit_many(conn, [(key, limit) for *_, key, limit in items])
@@ -85,8 +75,7 @@ def _append_one(conn: Connection, item: tuple[StreamId, list[NewEvent], int]) ->
     return True
 
 
-def _flush_starts(conn: Connection) -> None:
-    starts = db.tx_scope(conn).pop(_STARTS, [])
+def _flush_starts(conn: Connection, starts: list[tuple[StreamId, list[NewEvent], int]]) -> None:
     if starts:  # their runs rows written set-based, not one upsert per run
         runs.append_batch(conn, starts, dispatch=True)
     for s, _, _ in starts:
