@@ -90,6 +90,8 @@ def test_list_runs_with_the_consoles_filters_and_cursor_pages(
         ("limit=many", "limit"),
         ("startedAfter=yesterday", "startedAfter"),
         ("startedAfter=2026-12-01T00:00:00", "startedAfter"),  # no timezone: ambiguous
+        ("startedAfter=-0.00046", "startedAfter"),  # a number is no date-time
+        ("startedBefore=1733400000", "startedBefore"),
         ("workflow=" + "x" * 201, "workflow"),
         ("cursor=garbage", "cursor"),
         ("cursor=1.2", "cursor"),

@@ -8,6 +8,7 @@ with the field's JSON pointer. Names are camelCase, as JSON APIs use."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -146,11 +147,22 @@ class BatchOut(Out):
 # -- runs --------------------------------------------------------------------------
 
 
+def _date_time_text(value: Any) -> Any:
+    """A date-time in a query is RFC 3339 text; never a number, which pydantic
+    would otherwise read as seconds since 1970."""
+    if not isinstance(value, str) or not re.match(r"\d{4}-\d{2}-\d{2}[Tt ]", value):
+        raise ValueError("an RFC 3339 date-time, such as 2026-12-05T10:00:00Z")
+    return value
+
+
+QueryDateTime = Annotated[AwareDatetime, BeforeValidator(_date_time_text)]
+
+
 class RunListQuery(Query):
     status: RunStatus | None = None
     workflow: str | None = Field(None, min_length=1, max_length=MAX_WORKFLOW)
-    started_after: AwareDatetime | None = Field(None, description="runs started at or after")
-    started_before: AwareDatetime | None = Field(None, description="runs started before")
+    started_after: QueryDateTime | None = Field(None, description="runs started at or after")
+    started_before: QueryDateTime | None = Field(None, description="runs started before")
     cursor: str | None = Field(
         None, pattern=CURSOR_PATTERN, description="the previous page's `nextCursor`"
     )
